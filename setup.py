@@ -2,8 +2,12 @@
 from pathlib import Path
 
 from setuptools import find_packages, setup
+from setuptools.command.build_py import build_py
 
 ROOT = Path(__file__).parent
+# The start-up hook that lets a plain `lm_eval` find the plugin (lm_eval_ext/autoload.py); it
+# sits at the top of site-packages, so `pip uninstall` removes it with the rest (RECORD).
+PTH_NAME, PTH_LINE = "lm_eval_ext_autoload.pth", "import lm_eval_ext.autoload\n"
 
 
 def _version() -> str:
@@ -16,10 +20,22 @@ def _version() -> str:
 def _package_files(folder: str) -> list[str]:
     """Files under a top-level folder, as paths relative to the package dir.
 
-    tasks/ and templates/ live at the repository top (the design card) but are
-    shipped inside the wheel as lm_eval_ext/tasks and lm_eval_ext/templates.
+    tasks/ and templates/ live at the repository top but are shipped inside the wheel as
+    lm_eval_ext/tasks and lm_eval_ext/templates.
     """
     return [str(p.relative_to(ROOT / folder)) for p in (ROOT / folder).rglob("*") if p.is_file() and "__pycache__" not in p.parts]
+
+
+class BuildPyWithStartupHook(build_py):
+    """build_py, plus the start-up hook's .pth file at the top of the wheel (editable installs too)."""
+
+    def run(self):
+        super().run()
+        # An editable install links the packages and installs only what lands in its wheel
+        # directory (the install command's install_lib); a wheel takes build_lib as it is.
+        top = self.get_finalized_command("install").install_lib if self.editable_mode else self.build_lib
+        Path(top).mkdir(parents=True, exist_ok=True)
+        (Path(top) / PTH_NAME).write_text(PTH_LINE, encoding="utf-8")
 
 
 setup(
@@ -63,5 +79,14 @@ setup(
             "playwright",
         ],
     },
-    entry_points={"console_scripts": ["lm-eval-ext=lm_eval_ext.cli:main"]},
+    cmdclass={"build_py": BuildPyWithStartupHook},
+    entry_points={
+        "console_scripts": ["lm-eval-ext=lm_eval_ext.cli:main"],
+        # Read by harness releases with entry-point plugins (then the start-up hook steps aside).
+        "lm_eval.tasks": ["lm_eval_ext=lm_eval_ext.tasks"],
+        "lm_eval.models": [  # test doubles (docs/testing.md), imported only when asked for by name
+            "ext-loglik-table=lm_eval_ext.models.scripted:LoglikTableLM",
+            "ext-canned-gen=lm_eval_ext.models.scripted:CannedGenLM",
+        ],
+    },
 )

@@ -10,6 +10,7 @@ from .errors import UserError
 
 
 def _parser() -> argparse.ArgumentParser:
+    from .commands.elitr import add_elitr_parser
     from .data.cli import add_data_parser
     from .judge.cli import add_judge_parser
     from .export.cli import add_export_parser
@@ -41,7 +42,7 @@ def _parser() -> argparse.ArgumentParser:
     tasks = sub.add_parser("tasks-dir", help="print the directory holding the plugin's task YAMLs (for --include_path)")
     tasks.set_defaults(func=_print_tasks_dir)
     add_data_parser(sub)
-    from .elitr.cli import add_elitr_parser; add_elitr_parser(sub)  # noqa: E702 (one line: elitr subcommand)
+    add_elitr_parser(sub)
     add_report_parser(sub)
     add_export_parser(sub)
     add_judge_parser(sub)
@@ -85,7 +86,7 @@ def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     try:
         if argv[:1] == ["run"]:
-            from .run import main as run_main
+            from .commands.run import main as run_main
 
             code = run_main(argv[1:])
         else:

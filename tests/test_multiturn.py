@@ -1,9 +1,9 @@
-"""Dependent multi-turn generation: the ext-multiturn runner with a scripted model, the tiny hf model and an API.
+"""Dependent multi-turn generation with any harness model: a scripted model, the tiny hf model and APIs.
 
 What must hold: turn k of a meeting is generated after turns 1..k-1 and its context holds exactly
 that meeting's own earlier answers, in order; generation is batched across meetings (one model
-call per turn, counted in the scripted model's calls log or on the stub server); other requests
-pass through untouched; plain ``lm_eval`` refuses a multi-turn task before generating anything.
+call per turn, counted in the scripted model's calls log or on the stub server); single-turn
+requests go to the model as usual; the plain ``lm_eval`` command runs multi-turn tasks too.
 """
 from __future__ import annotations
 
@@ -30,25 +30,21 @@ def evaluate(task_or_tasks, model, model_args, *, samples=None, limit=None, meta
     import lm_eval
     from lm_eval.tasks import TaskManager
 
-    from lm_eval_ext.paths import tasks_dir
-    from lm_eval_ext.plugin import register
-
-    register()
     tasks = [task_or_tasks] if isinstance(task_or_tasks, str) else list(task_or_tasks)
-    manager = TaskManager(include_path=str(tasks_dir()), include_defaults=False, metadata=metadata or {})
+    manager = TaskManager(include_defaults=False, metadata=metadata or {})
     return lm_eval.simple_evaluate(model=model, model_args=model_args, tasks=tasks, task_manager=manager,
                                    samples=samples, limit=limit, predict_only=True, apply_chat_template=chat,
                                    gen_kwargs=gen_kwargs)
 
 
-def canned_runner(tmp_path: Path, data_dir: Path) -> dict:
-    """ext-canned-gen inside the runner, answering "m<i>-answer-<turn>" for meeting i (told apart by its
+def canned_model(tmp_path: Path, data_dir: Path) -> dict:
+    """ext-canned-gen's arguments: it answers "m<i>-answer-<turn>" for meeting i (told apart by its
     transcript's first line; the turn is the number of "QUESTION: " markers in the prompt)."""
     rules = [{"contains": transcript_lines(data_dir, m)[0], "response": f"m{i}-answer-{{turn}}"}
              for i, m in enumerate(MEETINGS, 1)]
     responses = tmp_path / "responses.json"
     responses.write_text(json.dumps({"rules": rules, "default": "other-answer-{turn}", "turn_marker": "QUESTION: "}))
-    return {"inner_model": "ext-canned-gen", "responses": str(responses), "calls_log": str(tmp_path / "calls.jsonl")}
+    return {"responses": str(responses), "calls_log": str(tmp_path / "calls.jsonl")}
 
 
 def read_calls(tmp_path: Path) -> list[dict]:
@@ -56,7 +52,7 @@ def read_calls(tmp_path: Path) -> list[dict]:
 
 
 def test_turns_see_their_own_answers_and_are_batched_across_meetings(tmp_path, data_dir):
-    out = evaluate("elitr_bench_qa_dev_mt", "ext-multiturn", canned_runner(tmp_path, data_dir),
+    out = evaluate("elitr_bench_qa_dev_mt", "ext-canned-gen", canned_model(tmp_path, data_dir),
                    samples={"elitr_bench_qa_dev_mt": FIRST_THREE_OF_THREE_MEETINGS}, metadata={"qa_markers": True})
     calls = read_calls(tmp_path)
     assert [call["n_requests"] for call in calls] == [3, 3, 3]  # turn 1 of all meetings, then turn 2, then turn 3
@@ -66,23 +62,23 @@ def test_turns_see_their_own_answers_and_are_batched_across_meetings(tmp_path, d
             # exactly this meeting's earlier answers, in order (the canned answers carry meeting and turn)
             assert re.findall(r"\w+-answer-\d+", prompt) == [f"m{i}-answer-{k}" for k in range(1, turn)]
     samples = out["samples"]["elitr_bench_qa_dev_mt"]
-    assert [(s["doc"]["meeting"], s["doc"]["turn"], s["resps"][0][0]) for s in samples] == [
+    assert [(s["doc"]["meeting"], s["doc"]["turn"], s["resps"][0][0]["text"]) for s in samples] == [
         (m, t, f"m{i}-answer-{t}") for i, m in enumerate(MEETINGS, 1) for t in (1, 2, 3)]
 
 
 def test_a_later_turn_alone_still_gets_its_earlier_turns(tmp_path, data_dir):
-    out = evaluate("elitr_bench_qa_dev_mt", "ext-multiturn", canned_runner(tmp_path, data_dir),
+    out = evaluate("elitr_bench_qa_dev_mt", "ext-canned-gen", canned_model(tmp_path, data_dir),
                    samples={"elitr_bench_qa_dev_mt": [2]}, metadata={"qa_markers": True})
     calls = read_calls(tmp_path)
     assert [call["n_requests"] for call in calls] == [1, 1, 1]  # turns 1 and 2 are generated, not reported
     (sample,) = out["samples"]["elitr_bench_qa_dev_mt"]
-    assert sample["doc"]["turn"] == 3 and sample["resps"][0][0] == "m1-answer-3"
-    assert [m["content"] for m in sample["doc"]["conversation"] if m["role"] == "assistant"] == [
+    assert sample["doc"]["turn"] == 3 and sample["resps"][0][0]["text"] == "m1-answer-3"
+    assert [m["content"] for m in sample["resps"][0][0]["messages"] if m["role"] == "assistant"] == [
         "m1-answer-1", "m1-answer-2"]
 
 
-def test_single_turn_requests_pass_through_in_one_call(tmp_path, data_dir):
-    evaluate(["elitr_bench_qa_dev_st", "elitr_bench_qa_dev_mt"], "ext-multiturn", canned_runner(tmp_path, data_dir),
+def test_single_turn_requests_go_to_the_model_in_one_call(tmp_path, data_dir):
+    evaluate(["elitr_bench_qa_dev_st", "elitr_bench_qa_dev_mt"], "ext-canned-gen", canned_model(tmp_path, data_dir),
              samples={"elitr_bench_qa_dev_st": [0, 17, 31], "elitr_bench_qa_dev_mt": [0, 1]},
              metadata={"qa_markers": True})
     calls = read_calls(tmp_path)
@@ -95,25 +91,14 @@ def test_single_turn_requests_pass_through_in_one_call(tmp_path, data_dir):
 def test_turns_of_one_conversation_must_agree():
     from lm_eval.api.instance import Instance
 
-    from lm_eval_ext.elitr.conversation import ConversationTurn
-    from lm_eval_ext.models.multiturn import MultiTurnError, MultiTurnLM
-    from lm_eval_ext.plugin import register
+    from lm_eval_ext.conversation import ConversationError, Turn, run_conversations
 
-    register()
-    runner = MultiTurnLM.__new__(MultiTurnLM)  # no inner model needed: the check comes first
-    turns = [ConversationTurn("c", 1, ("hello",)), ConversationTurn("c", 2, ("bonjour", "next"))]
-    requests = [Instance("generate_until", {}, (t.encode(), {}), 0) for t in turns]
-    with pytest.raises(MultiTurnError, match="disagree"):
-        runner._run_conversations([(r, t) for r, t in zip(requests, turns)])
-
-
-def test_plain_harness_refuses_multi_turn_in_process(tmp_path, data_dir):
-    from lm_eval_ext.elitr.task import ElitrOptionError
-
-    responses = tmp_path / "r.json"
-    responses.write_text(json.dumps({"rules": [], "default": "x"}))
-    with pytest.raises(ElitrOptionError, match="lm-eval-ext run"):
-        evaluate("elitr_bench_qa_dev_mt", "ext-canned-gen", {"responses": str(responses)}, limit=2)
+    turns = [Turn("c", 1, ("hello",)), Turn("c", 2, ("bonjour", "next"))]
+    requests = [Instance("ext_conversation", {}, (t.to_request(), {}), 0) for t in turns]
+    generated = []
+    with pytest.raises(ConversationError, match="disagree"):
+        run_conversations(requests, generated.append, None)
+    assert generated == []  # refused before anything was generated
 
 
 @pytest.mark.parametrize("api_model", ["local-chat-completions", "openai-chat-completions"])
@@ -127,9 +112,8 @@ def test_chat_completion_apis_get_message_lists_turn_by_turn(data_dir, monkeypat
         return f"  m{meeting}-answer-{sum(m['role'] == 'user' for m in messages)}\n"
 
     with StubOpenAIServer(responder=answer) as srv:
-        out = evaluate("elitr_bench_qa_dev_mt", "ext-multiturn",
-                       {"inner_model": api_model, "base_url": srv.chat_url, "model": "stub",
-                        "tokenizer_backend": "none"},
+        out = evaluate("elitr_bench_qa_dev_mt", api_model,
+                       {"base_url": srv.chat_url, "model": "stub", "tokenizer_backend": "none"},
                        samples={"elitr_bench_qa_dev_mt": FIRST_THREE_OF_THREE_MEETINGS}, chat=True)
         bodies = [r["body"] for r in srv.requests if r["method"] == "POST"]
     turns = [sum(m["role"] == "user" for m in body["messages"]) for body in bodies]
@@ -143,7 +127,7 @@ def test_chat_completion_apis_get_message_lists_turn_by_turn(data_dir, monkeypat
             f"m{meeting}-answer-{k}" for k in range(1, turn)]
         assert body.get("max_tokens", body.get("max_completion_tokens")) == 512 and body["temperature"] == 0.0
     samples = out["samples"]["elitr_bench_qa_dev_mt"]
-    assert [s["resps"][0][0].strip() for s in samples] == [f"m{i}-answer-{t}" for i in (1, 2, 3) for t in (1, 2, 3)]
+    assert [s["resps"][0][0]["text"].strip() for s in samples] == [f"m{i}-answer-{t}" for i in (1, 2, 3) for t in (1, 2, 3)]
 
 
 @pytest.fixture
@@ -171,9 +155,8 @@ def test_tiny_hf_model_turns_hold_its_own_answers(tiny_model_dir, short_corpus, 
         return outputs
 
     monkeypatch.setattr(HFLM, "generate_until", recording)
-    out = evaluate("elitr_bench_qa_dev_mt", "ext-multiturn",
-                   {"inner_model": "hf", "pretrained": str(tiny_model_dir), "dtype": "float32", "device": "cpu",
-                    "batch_size": 8},
+    out = evaluate("elitr_bench_qa_dev_mt", "hf",
+                   {"pretrained": str(tiny_model_dir), "dtype": "float32", "device": "cpu", "batch_size": 8},
                    samples={"elitr_bench_qa_dev_mt": FIRST_THREE_OF_THREE_MEETINGS},
                    metadata={"elitr_corpus": str(short_corpus)}, chat=chat,
                    gen_kwargs={"max_gen_toks": 6, "suppress_tokens": [0, 1, 2, 3]})
@@ -186,7 +169,7 @@ def test_tiny_hf_model_turns_hold_its_own_answers(tiny_model_dir, short_corpus, 
         assert all(answers), "suppress_tokens should give non-empty answers"
         questions = [samples[meeting, t]["doc"]["question"] for t in (1, 2, 3)]
         for t in (2, 3):
-            conversation = samples[meeting, t]["doc"]["conversation"]
+            conversation = samples[meeting, t]["resps"][0][0]["messages"]
             assert [m["content"] for m in conversation if m["role"] == "assistant"] == answers[: t - 1]
             assert [m["content"] for m in conversation if m["role"] == "user"][1:] == questions[1:t]
             if chat:
@@ -194,15 +177,16 @@ def test_tiny_hf_model_turns_hold_its_own_answers(tiny_model_dir, short_corpus, 
                                                                         add_generation_prompt=True)
             else:  # raw: the previous context, then the model's own answer, then the next question
                 assert contexts[t - 1] == contexts[t - 2] + answers[t - 2] + questions[t - 1]
-        assert samples[meeting, 1]["resps"][0][0] == calls[0][i][1]
+        assert samples[meeting, 1]["resps"][0][0]["text"] == calls[0][i][1]
 
 
 @pytest.mark.slow
-def test_lm_eval_ext_run_handles_multi_turn_transparently(run_cli, data_dir, tmp_path):
-    runner = canned_runner(tmp_path, data_dir)
+@pytest.mark.parametrize("command", [["lm_eval", "run"], ["lm-eval-ext", "run"]])
+def test_both_commands_run_multi_turn_with_a_plain_model(run_cli, data_dir, tmp_path, command):
+    model = canned_model(tmp_path, data_dir)
     out = tmp_path / "out"
-    proc = run_cli(["lm-eval-ext", "run", "--model", "ext-canned-gen", "--model_args",
-                    f"responses={runner['responses']},calls_log={runner['calls_log']}", "--tasks", "elitr_bench_qa_dev_mt",
+    proc = run_cli([*command, "--model", "ext-canned-gen", "--model_args",
+                    f"responses={model['responses']},calls_log={model['calls_log']}", "--tasks", "elitr_bench_qa_dev_mt",
                     "--limit", "2", "--metadata", "qa_markers=true", "--predict_only", "--log_samples",
                     "--output_path", str(out)], timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -210,65 +194,27 @@ def test_lm_eval_ext_run_handles_multi_turn_transparently(run_cli, data_dir, tmp
     (samples_file,) = out.rglob("samples_elitr_bench_qa_dev_mt_*.jsonl")
     samples = [json.loads(line) for line in samples_file.read_text().splitlines()]
     assert [s["doc"]["turn"] for s in samples] == [1, 2]
-    assert samples[1]["doc"]["conversation"][1] == {"role": "assistant", "content": "m1-answer-1"}
+    assert samples[1]["resps"][0][0]["messages"][1] == {"role": "assistant", "content": "m1-answer-1"}
     results = json.loads(next(out.rglob("results_*.json")).read_text())
-    assert results["config"]["model"] == "ext-multiturn"
-    assert results["config"]["model_args"]["inner_model"] == "ext-canned-gen"
-
-
-@pytest.mark.slow
-def test_plain_lm_eval_fails_fast_on_multi_turn(run_cli, data_dir, tmp_path):
-    with StubOpenAIServer(text="an answer") as srv:
-        tasks = run_cli(["lm-eval-ext", "tasks-dir"]).stdout.strip()
-        proc = run_cli(["lm_eval", "run", "--include_path", tasks, "--model", "local-chat-completions",
-                        "--model_args", f"base_url={srv.chat_url},model=stub,tokenizer_backend=none",
-                        "--apply_chat_template", "--tasks", "elitr_bench_qa_dev_mt", "--limit", "2"], timeout=600)
-        assert srv.call_count == 0  # nothing was generated
-    assert proc.returncode != 0
-    assert "multi-turn task" in proc.stderr and "lm-eval-ext run" in proc.stderr
-
-
-@pytest.mark.parametrize("tasks,wrapped", [
-    (["elitr_bench_qa_dev_mt"], True), (["elitr_bench"], True), (["elitr_bench_cs"], True), (["ext_multiturn"], True),
-    (["elitr_bench_qa_dev_st"], False), (["elitr_bench_qa_dev_st", "lieder_base"], False),
-])
-def test_lm_eval_ext_run_starts_the_runner_only_for_multi_turn_tasks(tasks, wrapped):
-    from lm_eval._cli.harness import HarnessCLI
-    from lm_eval.tasks._index import TaskIndex
-
-    from lm_eval_ext.paths import tasks_dir
-    from lm_eval_ext.run import _run_in_multiturn_runner
-
-    args = HarnessCLI()._parser.parse_args(["run", "--model", "vllm", "--model_args", "pretrained=m,max_model_len=8192",
-                                            "--tasks", ",".join(tasks)])
-    _run_in_multiturn_runner(args, tasks, TaskIndex.build([tasks_dir()]))
-    if wrapped:
-        assert args.model == "ext-multiturn"
-        assert args.model_args == {"inner_model": "vllm", "pretrained": "m", "max_model_len": 8192}
-    else:
-        assert args.model == "vllm" and args.model_args == {"pretrained": "m", "max_model_len": 8192}
+    assert results["config"]["model"] == "ext-canned-gen"
 
 
 def test_use_cache_rerun_makes_no_call_and_keeps_the_conversation(tmp_path, data_dir):
     import lm_eval
     from lm_eval.tasks import TaskManager
 
-    from lm_eval_ext.paths import tasks_dir
-    from lm_eval_ext.plugin import register
-
-    register()
-    runner = canned_runner(tmp_path, data_dir)
+    model = canned_model(tmp_path, data_dir)
     outputs = []
     for _ in range(2):
         (tmp_path / "calls.jsonl").unlink(missing_ok=True)
-        manager = TaskManager(include_path=str(tasks_dir()), include_defaults=False, metadata={"qa_markers": True})
-        outputs.append(lm_eval.simple_evaluate(model="ext-multiturn", model_args=runner, tasks=["elitr_bench_qa_dev_mt"],
+        manager = TaskManager(include_defaults=False, metadata={"qa_markers": True})
+        outputs.append(lm_eval.simple_evaluate(model="ext-canned-gen", model_args=model, tasks=["elitr_bench_qa_dev_mt"],
                                                task_manager=manager, limit=2, predict_only=True,
                                                use_cache=str(tmp_path / "cache")))
         if len(outputs) == 1:
             assert (tmp_path / "calls.jsonl").exists()
     assert not (tmp_path / "calls.jsonl").exists()  # the second run was answered by the harness's cache
     first, second = (out["samples"]["elitr_bench_qa_dev_mt"] for out in outputs)
-    assert [s["resps"] for s in second] == [s["resps"] for s in first] == [[["m1-answer-1"]], [["m1-answer-2"]]]
-    assert second[1]["doc"]["conversation"] == first[1]["doc"]["conversation"]
-    assert second[1]["doc"]["conversation"][1] == {"role": "assistant", "content": "m1-answer-1"}
+    assert [s["resps"] for s in second] == [s["resps"] for s in first]
+    assert [s["resps"][0][0]["text"] for s in first] == ["m1-answer-1", "m1-answer-2"]
+    assert second[1]["resps"][0][0]["messages"][1] == {"role": "assistant", "content": "m1-answer-1"}

@@ -6,17 +6,22 @@ mode), so both report the same numbers from the same answers and scores.
 
 Per question (judge scores are on the 1-10 scale):
 
-- ``score``: the judge's score; omitted when the judge could not score the answer (a judge
-  failure is excluded from every mean, never counted as a score);
+- ``score``: the judge's score; NaN when the judge could not score the answer (or did not run:
+  a dry run), so that a task with unjudged answers has a NaN mean, never a mean over the
+  survivors presented as its score (``judge_failures`` says how many; judging can be resumed);
 - ``score_<type>`` (who, what, when, howmany) and ``score_<position>`` (begin, middle, end,
   several): the score, emitted only under the question's own type and answer position, so their
   means are over those questions alone;
 - ``score_diff``: the score of a differentiating question (its text differs between the QA and
   Conv sets), emitted only for those;
 - ``middle_pvalue``: the pair (answer in the middle?, score); aggregated into the p-value of
-  the one-tailed Welch t-test "middle-position questions score lower than all other questions";
+  the one-tailed Welch t-test "middle-position questions score lower than all other questions"
+  (NaN when a score is NaN);
 - ``judge_failures``: 1 when the judge failed on the answer, else 0; aggregated as a count;
-- ``truncated``: 1 when the prompt's transcript was shortened to fit the model, else 0; a count.
+- ``prompts_truncated``: 1 when the prompt's transcript was shortened to fit the model, else 0; a count.
+
+``score``, ``middle_pvalue``, ``judge_failures`` and ``prompts_truncated`` are reported by every
+question (the task YAML's ``metric_list``); the others by some questions only (:data:`SUBSET_METRICS`).
 """
 from __future__ import annotations
 
@@ -27,17 +32,14 @@ from collections.abc import Iterable
 
 from lm_eval.api.metrics import mean
 
+from ..metrics.aggregations import count
 from .data import ANSWER_POSITIONS, QUESTION_TYPES
 
 TYPE_METRICS = tuple(f"score_{t}" for t in QUESTION_TYPES)
 POSITION_METRICS = tuple(f"score_{p}" for p in ANSWER_POSITIONS.values())
-MEAN_METRICS = ("score", *TYPE_METRICS, *POSITION_METRICS, "score_diff")
-METRICS = (*MEAN_METRICS, "middle_pvalue", "judge_failures", "truncated")
-
-
-def count(values: list) -> int:
-    """Aggregation of the 0/1 counters (``judge_failures``, ``truncated``): their sum."""
-    return int(sum(values))
+SUBSET_METRICS = (*TYPE_METRICS, *POSITION_METRICS, "score_diff")
+MEAN_METRICS = ("score", *SUBSET_METRICS)
+METRICS = (*MEAN_METRICS, "middle_pvalue", "judge_failures", "prompts_truncated")
 
 
 def middle_pvalue(pairs: list[tuple[bool, float]]) -> float:
@@ -50,7 +52,7 @@ def middle_pvalue(pairs: list[tuple[bool, float]]) -> float:
 
     middle = [score for is_middle, score in pairs if is_middle]
     others = [score for is_middle, score in pairs if not is_middle]
-    if len(middle) < 2 or len(others) < 2:
+    if len(middle) < 2 or len(others) < 2 or any(math.isnan(score) for _, score in pairs):
         return math.nan
     with warnings.catch_warnings():  # identical scores (zero variance) give NaN, plus a precision warning
         warnings.simplefilter("ignore", RuntimeWarning)
@@ -58,32 +60,24 @@ def middle_pvalue(pairs: list[tuple[bool, float]]) -> float:
 
 
 AGGREGATIONS = {**dict.fromkeys(MEAN_METRICS, mean), "middle_pvalue": middle_pvalue,
-                "judge_failures": count, "truncated": count}
-# middle_pvalue: higher = less evidence that middle questions are answered worse.
-HIGHER_IS_BETTER = {**dict.fromkeys(MEAN_METRICS, True), "middle_pvalue": True,
-                    "judge_failures": False, "truncated": False}
+                "judge_failures": count, "prompts_truncated": count}
 
 
 def question_metrics(doc: dict, score: float | None, failed: bool, truncated: bool | None = None) -> dict:
     """The metric values of one answered question (see the module docstring).
 
     ``score`` is None when the answer has no score: a judge failure (``failed``), or not judged
-    at all (a dry run: then neither a score nor a failure is counted). ``truncated`` None = not known
+    at all (a dry run); either way its score values are NaN. ``truncated`` None = not known
     (score-only mode), so the counter is left out.
     """
-    values: dict = {}
+    value = math.nan if score is None else score
+    values: dict = {"score": value, f"score_{doc['question_type']}": value,
+                    f"score_{ANSWER_POSITIONS[doc['answer_position']]}": value,
+                    "middle_pvalue": (doc["answer_position"] == "M", value), "judge_failures": int(failed)}
+    if doc["differentiating"]:
+        values["score_diff"] = value
     if truncated is not None:
-        values["truncated"] = int(truncated)
-    if failed:
-        values["judge_failures"] = 1
-    elif score is not None:
-        values["judge_failures"] = 0
-        values["score"] = score
-        values[f"score_{doc['question_type']}"] = score
-        values[f"score_{ANSWER_POSITIONS[doc['answer_position']]}"] = score
-        if doc["differentiating"]:
-            values["score_diff"] = score
-        values["middle_pvalue"] = (doc["answer_position"] == "M", score)
+        values["prompts_truncated"] = int(truncated)
     return values
 
 

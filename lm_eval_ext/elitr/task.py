@@ -6,32 +6,36 @@ Used from the task YAMLs as ``class: !function lm_eval_ext.elitr.task.ElitrTask`
 Single-turn (``mode: st``): each question gets a fresh prompt (the authors' template with the
 transcript, four newlines, the question), rendered with the model's chat template under
 ``--apply_chat_template`` and used raw otherwise. Multi-turn (``mode: mt``): each question is
-turn k of its meeting's conversation; the request carries the conversation's user messages and
-the ``ext-multiturn`` runner (``lm-eval-ext run``) generates the turns in order, each seeing the
-model's own earlier answers. Under plain ``lm_eval`` a multi-turn task stops before generating.
+turn k of its meeting's conversation, an ``ext_conversation`` request that any harness model
+answers turn by turn, each turn seeing the model's own earlier answers (lm_eval_ext.conversation);
+each rank takes whole meetings, so a conversation is never split across processes.
 
 Task options (``--metadata key=value``): ``qa_markers=true`` (``QUESTION: ... ANSWER:``),
-``overflow=error|truncate`` (a prompt longer than the model's context: stop, or cut the middle of
-its transcript and count it), ``elitr_corpus=DIR`` (transcripts from your copy of the ELITR
-corpus), and the judge's ``judge_*`` options (docs/judge.md).
+``overflow=error|truncate`` (a prompt longer than the model's context: stop before generating,
+or cut the middle of its transcript and count it in ``prompts_truncated``), ``elitr_corpus=DIR``
+(transcripts from your copy of the ELITR corpus), and the judge's ``judge_*`` options
+(docs/judge.md).
 """
 from __future__ import annotations
 
-import datasets
-from lm_eval.api.instance import Instance
-from lm_eval.filters import build_filter_ensemble
+import copy
 
+import datasets
+from lm_eval.api.metrics import mean
+
+from ..conversation import OVERFLOW_POLICIES, Turn, render, turn_messages
 from ..errors import UserError
-from ..judge.harness import JudgedTask
-from ..judge.records import JudgeResult
-from .conversation import OVERFLOW_POLICIES, ConversationTurn, render, turn_messages
+from ..judge.harness import GENERATION_KEY, JudgedTask, judge_result
+from ..prompt_length import LengthCheckError, PromptTooLongError, resolve_budget, shorten_middle
 from .data import build_documents
-from .fitting import FIX, PromptTooLongError, shorten_middle
-from .metrics import AGGREGATIONS, HIGHER_IS_BETTER, question_metrics
+from .metrics import SUBSET_METRICS, question_metrics
 from .prompts import answer_template, format_question, user_messages
 
 MODES = ("st", "mt")
 _TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off"}
+FIX = ("Use a model with a longer context (or give its real length with max_length=N in --model_args), lower "
+       "max_gen_toks (--gen_kwargs max_gen_toks=N), or pass --metadata overflow=truncate to cut the middle of "
+       "the transcript of the prompts that do not fit (they are counted in `prompts_truncated`).")
 
 
 class ElitrOptionError(UserError):
@@ -66,7 +70,7 @@ class ElitrTask(JudgedTask):
     """Builds single-turn prompts or multi-turn conversation requests; scores the judged answers."""
 
     def __init__(self, config: dict | None = None, **kwargs) -> None:
-        # Options are checked before the data is loaded (and used by doc_to_text during loading).
+        # Options are checked before the data is loaded.
         name, settings = (config or {}).get("task"), (config or {}).get("dataset_kwargs") or {}
         self.mode, self.language = settings.get("mode"), settings.get("language")
         if self.mode not in MODES:
@@ -80,21 +84,35 @@ class ElitrTask(JudgedTask):
         if self.overflow not in OVERFLOW_POLICIES:
             raise ElitrOptionError(f"ELITR-Bench option overflow={self.overflow!r}: use error (stop on a prompt "
                                    "longer than the model's context) or truncate (cut the middle of its transcript).")
+        self._dropped: dict[tuple[str, str], int] = {}
         super().__init__(config=config, **kwargs)
         self.template = answer_template(self.language)
         self.transcripts = {row["meeting"]: row["text"] for row in self.dataset["transcripts"]}
         self.questions: dict[str, list[str]] = {}
         for doc in self.task_docs:
             self.questions.setdefault(doc["meeting"], []).append(doc["question"])
-        self._aggregation_list = dict(AGGREGATIONS)
-        self._higher_is_better = dict(HIGHER_IS_BETTER)
-        self._budget = None
-        self._budget_resolved = False
-        self._runner_checked = False
-        self._dropped_at_build: dict[tuple[str, str], int] = {}
-        self._run_info: dict[tuple[str, str], dict] = {}
+        try:
+            self.budget = resolve_budget(self.config.metadata or {})
+        except LengthCheckError as err:
+            raise ElitrOptionError(f"ELITR-Bench: {err}") from None
 
-    # -- prompts ------------------------------------------------------------
+    def subset_metrics(self) -> dict:
+        """Scores by question type and answer position, and on the differentiating questions."""
+        return dict.fromkeys(SUBSET_METRICS, (mean, True))
+
+    # -- documents on ranks -------------------------------------------------------------------
+
+    def doc_iterator(self, *, rank: int = 0, limit: int | None = None, world_size: int = 1, samples=None):
+        """The documents of this rank: multi-turn splits by meeting (a conversation stays on one rank)."""
+        if self.mode == "st" or world_size == 1:
+            return super().doc_iterator(rank=rank, limit=limit, world_size=world_size, samples=samples)
+        # the same documents as one process would take (limit / samples), whole meetings per rank
+        chosen = list(super().doc_iterator(rank=0, limit=limit, world_size=1, samples=samples))
+        meetings = list(dict.fromkeys(doc["meeting"] for _, doc in chosen))
+        mine = set(meetings[rank::world_size])
+        return iter([(doc_id, doc) for doc_id, doc in chosen if doc["meeting"] in mine])
+
+    # -- prompts ------------------------------------------------------------------------------
 
     def doc_to_text(self, doc, doc_to_text=None) -> str:
         """The question as asked (what ``--write_out`` shows as text); requests carry the full prompt."""
@@ -106,105 +124,62 @@ class ElitrTask(JudgedTask):
 
     def fewshot_context(self, doc, num_fewshot, system_instruction=None, apply_chat_template=False,
                         fewshot_as_multiturn=False, chat_template=None, gen_prefix=None):
-        """The single-turn prompt, or the multi-turn conversation request (zero-shot: ``num_fewshot`` is 0)."""
+        """The single-turn prompt, or the multi-turn request's turn (zero-shot: ``num_fewshot`` is 0)."""
         chat = chat_template if apply_chat_template else None
         questions = self.questions[doc["meeting"]][: doc["turn"]] if self.mode == "mt" else [doc["question"]]
         first, user = user_messages(self.template, self.transcripts[doc["meeting"]], questions, self.qa_markers)
         if self.mode == "mt":
-            if not self._runner_checked:  # once per task: the check collects garbage
-                self._require_runner()
-                self._runner_checked = True
-            return ConversationTurn(
-                conversation=f"{self.config.task}/{doc['meeting']}", turn=doc["turn"], user=tuple(user),
-                system=system_instruction, chat=chat is not None, overflow=self.overflow,
-                document=(first.transcript_start, first.transcript_end),
-            ).encode()
-        prompt = render(turn_messages(system_instruction, user, []), chat)
-        budget = self._length_budget()
-        if budget is None or not isinstance(prompt, str):  # chat APIs get messages and cut nothing
-            return prompt
-        gen_kwargs = self.config.generation_kwargs
-        (verdict,) = budget.verdicts([(prompt, gen_kwargs)])
-        if verdict.fits:
-            return prompt
-        if self.overflow != "truncate":
-            raise PromptTooLongError(
-                f"{self.config.task}: the prompt of {doc['meeting']} question {doc['question_id']} has "
-                f"{verdict.prompt_tokens} tokens; with max_gen_toks={verdict.max_gen_toks} it does not fit the "
-                f"context of {verdict.max_length} ({budget.describe()}). {FIX}")
+            return Turn(conversation=f"{self.config.task}/{doc['meeting']}", turn=doc["turn"], user=tuple(user),
+                        system=system_instruction, chat=chat is not None, overflow=self.overflow,
+                        document=(first.transcript_start, first.transcript_end),
+                        length=self.budget.settings if self.budget else (), too_long_help=FIX).to_request()
+        return render(turn_messages(system_instruction, user, []), chat)
 
-        def prompt_with(transcript: str) -> str:
-            return render(turn_messages(system_instruction, [first.with_transcript(transcript), *user[1:]], []), chat)
-
-        transcript, dropped = shorten_middle(first.transcript,
-                                             lambda t: budget.verdicts([(prompt_with(t), gen_kwargs)])[0].fits)
-        self._dropped_at_build[_key(doc)] = dropped
-        return prompt_with(transcript)
-
-    def construct_requests(self, doc: dict, ctx, **kwargs) -> Instance:
-        """One ``generate_until`` request; its document records transcript lines dropped to fit (single-turn)."""
-        if self.mode == "st":
-            # kept with the request (also in a --cache_requests cache), read back after generation
-            doc = {**doc, "truncated_lines": self._dropped_at_build.pop(_key(doc), 0)}
+    def construct_requests(self, doc: dict, ctx, **kwargs):
+        """A ``generate_until`` request (single-turn), or the turn's conversation request (multi-turn)."""
+        if self.mode == "mt":
+            return self.conversation_request(doc, ctx, copy.deepcopy(self.config.generation_kwargs),
+                                             metadata=kwargs["metadata"])
         return super().construct_requests(doc, ctx, **kwargs)
 
-    def _require_runner(self) -> None:
-        from ..models.multiturn import NAME, runner_active
+    def review_requests(self, instances, chat_template=None, system_instruction=None) -> None:
+        """Single-turn: measure every prompt before any is sent; stop, or shorten its transcript (``overflow``)."""
+        self._dropped = {}
+        if self.budget is not None:
+            self.record_run_info(prompt_length=f"{self.budget.describe()}; too long: {self.overflow}")
+        if self.mode == "mt" or self.budget is None:
+            return
+        contexts = [(i.args[0], i.args[1]) for i in instances]
+        if not any(isinstance(c, str) for c, _ in contexts):
+            return  # chat APIs get messages and cut nothing: the server rejects an over-long prompt itself
+        for instance, verdict in zip(instances, self.budget.verdicts(contexts), strict=True):
+            if verdict.fits:
+                continue
+            doc, gen_kwargs = instance.doc, instance.args[1]
+            where = f"{self.config.task}: the prompt of {doc['meeting']} question {doc['question_id']}"
+            if self.overflow != "truncate":
+                raise PromptTooLongError(
+                    f"{where} has {verdict.prompt_tokens} tokens; with max_gen_toks={verdict.max_gen_toks} it does "
+                    f"not fit the {self.budget.describe()}. Nothing was generated. {FIX}")
+            first, user = user_messages(self.template, self.transcripts[doc["meeting"]], [doc["question"]],
+                                        self.qa_markers)
 
-        if not runner_active():
-            raise ElitrOptionError(
-                f"{self.config.task} is a multi-turn task: turn k must see the model's own answers to turns "
-                f"1..k-1, which plain `lm_eval` cannot do (it builds every request before calling the model). "
-                f"Run it with `lm-eval-ext run` and the same flags (e.g. lm-eval-ext run --model hf --model_args "
-                f"pretrained=... --tasks {self.config.task}); it runs your model inside the {NAME} runner."
-            )
+            def prompt_with(transcript: str, first=first, user=user) -> str:
+                messages = turn_messages(system_instruction, [first.with_transcript(transcript), *user[1:]], [])
+                return render(messages, chat_template)
 
-    def _length_budget(self):
-        """The model's context length and token counter from the run's metadata (shared with Lost in the Middle)."""
-        if not self._budget_resolved:
-            from ..length_guard import LengthCheckError, resolve_budget
+            transcript, dropped = shorten_middle(
+                first.transcript, lambda t: self.budget.verdicts([(prompt_with(t), gen_kwargs)])[0].fits, what=where)
+            instance.arguments = (prompt_with(transcript), gen_kwargs)
+            self._dropped[_key(doc)] = dropped
 
-            try:
-                self._budget = resolve_budget(self.config.metadata or {})
-            except LengthCheckError as err:
-                raise ElitrOptionError(f"ELITR-Bench: {err}") from None
-            self._budget_resolved = True
-        return self._budget
+    # -- scoring ------------------------------------------------------------------------------
 
-    # -- scoring ------------------------------------------------------------
+    def document_metrics(self, doc: dict, results: list) -> dict:
+        """The question's metrics (lm_eval_ext.elitr.metrics) from its judge result."""
+        (filtered,) = results
+        judged = judge_result(filtered)
+        generation = filtered.get(GENERATION_KEY, {}) if isinstance(filtered, dict) else {}
+        dropped = generation.get("truncated_lines", 0) if self.mode == "mt" else self._dropped.get(_key(doc), 0)
+        return question_metrics(doc, judged.score if judged.scored else None, judged.failed, truncated=dropped > 0)
 
-    def override_metric(self, metric_name: str) -> None:
-        """``--predict_only`` (metric ``bypass``): keep the answers, skip the judge."""
-        super().override_metric(metric_name)
-        if metric_name == "bypass":
-            self._filters = [build_filter_ensemble("none", [["take_first", None]])]
-
-    def apply_filters(self):
-        """Note each answer's conversation and truncation (from the raw responses), then judge."""
-        for instance in self._instances:
-            response = instance.resps[0] if instance.resps else None
-            if self.mode == "mt":
-                info = {"messages": getattr(response, "messages", None),
-                        "truncated_lines": getattr(response, "truncated_lines", 0)}
-            else:
-                info = {"messages": None, "truncated_lines": instance.doc.get("truncated_lines", 0)}
-            self._run_info[_key(instance.doc)] = info
-        return super().apply_filters()
-
-    def process_results(self, doc: dict, results: list) -> dict:
-        """The question's metrics (lm_eval_ext.elitr.metrics) from its judge result.
-
-        The sample log's ``doc`` also gets ``truncated_lines`` and, in multi-turn mode,
-        ``conversation``: the messages the answer was generated from (the harness logs the
-        document object it passes here).
-        """
-        (result,) = results
-        info = self._run_info.get(_key(doc), {"messages": None, "truncated_lines": 0})
-        doc["truncated_lines"] = info["truncated_lines"]
-        if info["messages"] is not None:
-            doc["conversation"] = info["messages"]
-        if "bypass" in self._metric_fn_list:  # --predict_only
-            return {"bypass": None}
-        judged = result if isinstance(result, JudgeResult) else JudgeResult.from_dict(result)
-        return question_metrics(doc, judged.score if judged.scored else None, judged.failed,
-                                truncated=info["truncated_lines"] > 0)

@@ -13,7 +13,7 @@ from pathlib import Path
 from .. import __version__
 from ..data import DataError, dataset_files, get_spec
 from ..data.registry import MANIFEST_PATH
-from ..elitr.seeds import summarize
+from ..elitr.seed_summary import summarize
 from ..report.load import Model, Run
 from .benchmarks import BENCHMARKS, benchmark_of
 

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from .definitions import JUDGES
 from .errors import JudgeConfigError
 
 ENV_PREFIX = "LM_EVAL_EXT_JUDGE"
@@ -223,11 +224,11 @@ def resolve_config(
 
 
 def _check(config: JudgeConfig) -> None:
-    from .templates import JUDGES  # the judges' definitions live with the templates
-
-    if config.template is None and config.judge not in JUDGES:
-        raise JudgeConfigError(f"Unknown judge {config.judge!r}: use one of {', '.join(JUDGES)}, or give a "
-                               f"template file of your own with {cli_flag('template')} / {metadata_name('template')}.")
+    if config.judge not in JUDGES:
+        custom = (f" A template of your own ({config.template}) takes its score parser, range and scale from the "
+                  "judge it names, so that name must be one of those too." if config.template else "")
+        raise JudgeConfigError(f"Unknown judge {config.judge!r}: use one of {', '.join(JUDGES)} ({cli_flag('judge')} "
+                               f"or {metadata_name('judge')}).{custom}")
     if config.language not in ("en", "cs"):
         raise JudgeConfigError(f"Unknown judge language {config.language!r}: use en or cs.")
     for name in ("concurrency", "max_tokens"):

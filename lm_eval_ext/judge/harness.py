@@ -10,58 +10,38 @@ A task YAML uses it like this (docs/judge.md has the full example)::
           - function: !function lm_eval_ext.judge.harness.JudgeFilter
             question_field: question
             reference_field: answer
-    process_results: !function lm_eval_ext.judge.harness.process_results
     metric_list:
       - {metric: score, aggregation: mean, higher_is_better: true}
-      - {metric: judge_failures, aggregation: !function lm_eval_ext.judge.harness.count, higher_is_better: false}
+      - {metric: judge_failures, aggregation: !function lm_eval_ext.metrics.aggregations.count, higher_is_better: false}
 
 The harness calls ``Filter.apply(resps, docs)`` once per task with every response, so the
 judge runs as its own stage after generation, concurrently and cached, not one call per
 document inside ``process_results``. Each response becomes a judge result dict
 (:meth:`JudgeResult.to_dict`; it is what ``--log_samples`` shows as ``filtered_resps``).
 
-``!function`` paths work with plain ``lm_eval`` and ``lm-eval-ext run`` alike (no registry
-name, which plain ``lm_eval`` would not know).
+The filter needs the run's options (``--metadata judge_*``, the seed), which the harness gives
+to tasks, not filters: a :class:`JudgedTask` (or any ``ExtTask``) hands them over; used in
+another task the filter stops with an error that says so. A judge that failed on an answer
+gives it a NaN score (judging is incomplete: the task's mean is NaN until the failures are
+judged again) and ``judge_failures`` 1.
 """
 from __future__ import annotations
 
-import contextlib
-import contextvars
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+import logging
+import math
+from collections.abc import Callable
 from typing import Any
 
-from lm_eval.api.filter import Filter
-from lm_eval.api.task import ConfigurableTask
-
+from ..task_base import ExtTask, RunAwareFilter
 from .config import JudgeConfig, resolve_config
 from .errors import JudgeConfigError
 from .records import FAILED, SCORED, JudgeItem, JudgeResult
+from .templates import config_record, judge_spec
+
+log = logging.getLogger(__name__)
 
 FieldSpec = str | Callable[[dict], str]
-
-
-@dataclass(frozen=True)
-class TaskContext:
-    """What a :class:`JudgedTask` tells the filter: its name, the run's metadata and seed, where to record."""
-
-    task: str
-    metadata: dict
-    run_seed: int | None
-    record: Callable[[dict], None]
-
-
-_CONTEXT: contextvars.ContextVar[TaskContext | None] = contextvars.ContextVar("lm_eval_ext_judge_task", default=None)
-
-
-@contextlib.contextmanager
-def task_context(context: TaskContext) -> Iterator[None]:
-    """Make ``context`` visible to judge filters applied inside the block."""
-    token = _CONTEXT.set(context)
-    try:
-        yield
-    finally:
-        _CONTEXT.reset(token)
+GENERATION_KEY = "generation"  # where a judge result keeps the generation record's other fields
 
 
 def _field(doc: dict, spec: FieldSpec, what: str) -> str:
@@ -73,8 +53,20 @@ def _field(doc: dict, spec: FieldSpec, what: str) -> str:
     return str(doc[spec])
 
 
-class JudgeFilter(Filter):
-    """Replaces each response (a string, or a list of strings) with its judge result dict(s).
+def _text_and_info(response) -> tuple[str, dict]:
+    """The text to judge, and what else a generation record says (a multi-turn answer's turn, truncation)."""
+    if isinstance(response, dict):
+        return str(response["text"]), {k: v for k, v in response.items() if k not in ("text", "messages")}
+    return str(response), {}
+
+
+def judge_config(run, judge_options: dict) -> JudgeConfig:
+    """The effective judge configuration of a task: its YAML defaults, then env, then ``--metadata``."""
+    return resolve_config(metadata=run.metadata, task_defaults=judge_options, run_seed=run.seed)
+
+
+class JudgeFilter(RunAwareFilter):
+    """Replaces each response (a string, a generation record, or a list of them) with its judge result dict(s).
 
     Args (the filter's YAML keys):
         question_field / reference_field: the document field (or a ``!function`` of the
@@ -84,96 +76,86 @@ class JudgeFilter(Filter):
     """
 
     def __init__(self, question_field: FieldSpec = "question", reference_field: FieldSpec = "reference",
-                 **judge_options: Any) -> None:
-        super().__init__()
+                 run=None, **judge_options: Any) -> None:
+        super().__init__(run=run)
         self.question_field = question_field
         self.reference_field = reference_field
         self.judge_options = judge_options
-
-    def config(self, context: TaskContext | None) -> JudgeConfig:
-        """The effective judge configuration for this task."""
-        return resolve_config(
-            metadata=context.metadata if context else None,
-            task_defaults=self.judge_options,
-            run_seed=context.run_seed if context else None,
-        )
 
     def apply(self, resps, docs):
         """Judge every response of the task in one concurrent batch."""
         from .runner import Judge  # the runner imports openai: only when a task is judged
 
-        context = _CONTEXT.get()
         resps, docs = list(resps), list(docs)
-        items, shapes = [], []
+        items, infos, shapes = [], [], []
         for resp, doc in zip(resps, docs, strict=True):
             question = _field(doc, self.question_field, "question")
             reference = _field(doc, self.reference_field, "reference")
-            responses = [resp] if isinstance(resp, str) else list(resp)
-            shapes.append(isinstance(resp, str))
-            items.extend(JudgeItem(question, str(r), reference) for r in responses)
-        judge = Judge(self.config(context))
+            single = isinstance(resp, (str, dict))
+            shapes.append(single)
+            for response in [resp] if single else list(resp):
+                text, info = _text_and_info(response)
+                items.append(JudgeItem(question, text, reference))
+                infos.append(info)
+        judge = Judge(judge_config(self.run, self.judge_options))
         try:
-            results = iter(judge.run(items, label=context.task if context else ""))
-            if context is not None:
-                context.record({**judge.record, "run": judge.stats.to_dict()})
+            results = list(judge.run(items, label=self.run.task))
+            log.info("%s: judge %s", self.run.task, judge.stats.to_dict())
         finally:
             judge.close()
-        out = []
+        out, position = [], 0
         for resp, single in zip(resps, shapes):
-            judged = [next(results).to_dict() for _ in ([resp] if single else resp)]
+            n = 1 if single else len(resp)
+            judged = [{**result.to_dict(), **({GENERATION_KEY: info} if info else {})}
+                      for result, info in zip(results[position:position + n], infos[position:position + n])]
+            position += n
             out.append(judged[0] if single else judged)
         return out
 
 
-class JudgedTask(ConfigurableTask):
-    """A ConfigurableTask whose judge filters see ``--metadata judge_*`` options and the run's seed.
+class JudgedTask(ExtTask):
+    """An ``ExtTask`` whose judge filters get ``--metadata judge_*`` options and the run's seed.
 
-    It also records the judge's configuration (model, endpoint host, template name and hash,
-    sampling parameters, seed) and run statistics under ``metadata.judge`` of the task's
-    config, which the harness writes into the results file (``configs.<task>.metadata.judge``).
-    Benchmark task classes can subclass it.
+    It records the judge's configuration (model, endpoint host, template name and hash, sampling
+    parameters, seed) under ``metadata.judge`` of the task's config, which the harness writes into
+    the results file (``configs.<task>.metadata.judge``). Benchmark task classes can subclass it.
+    A task with a single judged response per document needs no subclass: its scores are
+    :func:`judge_metrics`.
     """
 
-    def __init__(self, config: dict | None = None, **kwargs) -> None:
-        # `class` selects this class in the YAML; it is not a TaskConfig field.
-        config = {key: value for key, value in (config or {}).items() if key != "class"}
-        super().__init__(config=config, **kwargs)
-        self._judge_run_seed: int | None = None
-
-    def set_fewshot_seed(self, seed: int | None = None) -> None:
-        """The harness hands every task the run's (few-shot) seed here; the judge uses it as its seed."""
-        super().set_fewshot_seed(seed)
-        self._judge_run_seed = seed
-
-    def _record_judge(self, record: dict) -> None:
-        self.config.metadata = {**(self.config.metadata or {}), "judge": record}
+    def judge_options(self) -> dict:
+        """The judge options the task YAML gives its JudgeFilter (empty when it has none)."""
+        for entry in self.config.filter_list or []:
+            for step in entry["filter"]:
+                if step.get("function") is JudgeFilter:
+                    return {k: v for k, v in step.items() if k not in ("function", "question_field", "reference_field")}
+        return {}
 
     def apply_filters(self):
-        """Apply the task's filters with this task's judge context."""
-        context = TaskContext(task=self.config.task, metadata=dict(self.config.metadata or {}),
-                              run_seed=self._judge_run_seed, record=self._record_judge)
-        with task_context(context):
-            return super().apply_filters()
+        """Record the judge's configuration, then judge (unless --predict_only)."""
+        if not self.predict_only:
+            config = judge_config(self.run_context(), self.judge_options())
+            self.record_run_info(judge=config_record(config, judge_spec(config)))
+        return super().apply_filters()
+
+    def document_metrics(self, doc: dict, results: list) -> dict:
+        """``score`` and ``judge_failures`` of the document's one judged response."""
+        (result,) = results
+        return judge_metrics(result)
+
+
+def judge_result(filtered: dict | JudgeResult) -> JudgeResult:
+    """The :class:`JudgeResult` in a judge filter's output (without the generation record's fields)."""
+    if isinstance(filtered, JudgeResult):
+        return filtered
+    return JudgeResult.from_dict({k: v for k, v in filtered.items() if k != GENERATION_KEY})
 
 
 def judge_metrics(result: dict | JudgeResult, name: str = "score") -> dict[str, float]:
     """Per-document metrics of one judge result: ``{name: score, "judge_failures": 0}`` when scored,
-    ``{"judge_failures": 1}`` when the judge failed (no score: it is excluded from the mean),
-    and ``{}`` for a dry run."""
-    result = result if isinstance(result, JudgeResult) else JudgeResult.from_dict(result)
+    ``{name: NaN, "judge_failures": 1}`` when the judge failed (the task's mean is NaN until the
+    failure is judged again), and ``{name: NaN, "judge_failures": 0}`` for a dry run (nothing judged)."""
+    result = judge_result(result)
     if result.status == SCORED:
         return {name: result.score, "judge_failures": 0}
-    if result.status == FAILED:
-        return {"judge_failures": 1}
-    return {}
-
-
-def process_results(doc: dict, results: list) -> dict[str, float]:
-    """``process_results`` for a task with one judged response per document: ``score`` and ``judge_failures``."""
-    (result,) = results
-    return judge_metrics(result)
-
-
-def count(values: list) -> int:
-    """Aggregation for ``judge_failures``: the number of failed items (a sum, not a mean)."""
-    return int(sum(values))
+    return {name: math.nan, "judge_failures": int(result.status == FAILED)}

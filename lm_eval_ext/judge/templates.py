@@ -1,4 +1,4 @@
-"""The judges' definitions and their prompt templates: which file, which parser, which score range.
+"""The judges' prompt templates, and the resolution of a configuration to template, parser, range and model.
 
 The built-in templates are the paper's, byte for byte (``templates/judge_*.txt``). A template
 holds literal braces (``\\boxed{}``), so the three fields are filled by name in one pass, never
@@ -13,50 +13,12 @@ from pathlib import Path
 
 from ..paths import templates_dir
 from .config import JudgeConfig, cli_flag
+from .definitions import JUDGES
 from .errors import JudgeConfigError
 from .parser import PARSERS, ScoreParser
 
 FIELDS = ("question", "response", "reference")
 _FIELD_RE = re.compile(r"\{(question|response|reference)\}")
-
-
-@dataclass(frozen=True)
-class JudgeDefinition:
-    """A published judge: its template per language, parser, raw score range per language, scale."""
-
-    name: str
-    templates: dict[str, str]
-    parser: str
-    ranges: dict[str, tuple[int, int]]
-    scale: int
-    system_message: str | None
-    default_model: str
-
-
-JUDGES: dict[str, JudgeDefinition] = {
-    # The paper's GPT-4 judge (eval/eval_gpt.py): FastChat's "chatgpt" conversation, i.e. this
-    # system message, then the filled template as the user message.
-    "rubric10": JudgeDefinition(
-        name="rubric10",
-        templates={"en": "judge_gpt4_rubric_en.txt", "cs": "judge_gpt4_rubric_cs.txt"},
-        parser="boxed",
-        ranges={"en": (1, 10), "cs": (0, 10)},
-        scale=1,
-        system_message="You are a helpful assistant.",
-        default_model="gpt-4-0613",
-    ),
-    # The paper's Prometheus judge (eval/eval_prometheus.py): FastChat's "llama-2" conversation
-    # with no system message; the 1-5 score is doubled to sit on the 10-point scale.
-    "prometheus5": JudgeDefinition(
-        name="prometheus5",
-        templates={"en": "judge_prometheus_en.txt", "cs": "judge_prometheus_cs.txt"},
-        parser="result",
-        ranges={"en": (1, 5), "cs": (0, 5)},
-        scale=2,
-        system_message=None,
-        default_model="prometheus-eval/prometheus-13b-v1.0",
-    ),
-}
 
 
 @dataclass(frozen=True)
@@ -113,7 +75,7 @@ def _parse_range(text: str) -> tuple[int, int]:
 
 def judge_spec(config: JudgeConfig) -> JudgeSpec:
     """Resolve a configuration to the template, parser, range and model it means."""
-    base = JUDGES.get(config.judge, JUDGES["rubric10"])
+    base = JUDGES[config.judge]  # resolve_config refused any other name
     if config.template is not None:
         path = Path(config.template).expanduser()
         name = path.name

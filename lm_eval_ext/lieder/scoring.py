@@ -76,18 +76,21 @@ def score_group(doc: dict, logprobs: list[float], stimulus_set: str) -> dict[str
     return metrics
 
 
-def metric_names(stimulus_set: str, families: tuple[str, ...], relative: bool) -> list[str]:
-    """Every metric a task over ``stimulus_set`` can report, for its aggregation table.
+def metric_names(stimulus_set: str, relative: bool) -> list[str]:
+    """The metrics every document of a task over ``stimulus_set`` reports (its YAML ``metric_list``).
 
-    Derived by scoring placeholder groups, so the list can never drift from
-    ``score_group``.
+    Derived by scoring a placeholder group, so the list can never drift from ``score_group``;
+    the per-family metrics (:func:`family_metric_names`) are left out.
     """
     comparisons = comparisons_for(stimulus_set)
     items = {side for c in comparisons for side in (c.left, c.right)}
     if relative:
         items |= {(context, "nonref") for context, _ in items}
-    names: dict[str, None] = {}
-    for family in families:
-        placeholder = {"family": family, "rows": [{"context_type": c, "kind": k} for c, k in sorted(items)]}
-        names |= dict.fromkeys(score_group(placeholder, [0.0] * len(items), stimulus_set))
-    return list(names)
+    placeholder = {"family": "", "rows": [{"context_type": c, "kind": k} for c, k in sorted(items)]}
+    return [name for name in score_group(placeholder, [0.0] * len(items), stimulus_set) if "_family_" not in name]
+
+
+def family_metric_names(families: tuple[str, ...], relative: bool) -> list[str]:
+    """``acc_family_<family>`` (and ``acc_rel_family_<family>``) for each family: one family's documents only."""
+    prefixes = ("acc", "acc_rel") if relative else ("acc",)
+    return [f"{prefix}_family_{family}" for prefix in prefixes for family in families]

@@ -8,11 +8,11 @@ from __future__ import annotations
 import datasets
 from lm_eval.api.instance import Instance
 from lm_eval.api.metrics import mean
-from lm_eval.api.task import ConfigurableTask
 
 from ..errors import UserError
+from ..task_base import ExtTask
 from .comparisons import STIMULUS_SETS
-from .scoring import metric_names, score_group
+from .scoring import family_metric_names, score_group
 from .stimuli import read_groups
 
 
@@ -30,20 +30,18 @@ def load_stimuli(stimulus_set: str, stimuli_file: str | None = None, **_metadata
     return {"test": datasets.Dataset.from_list(read_groups(path))}
 
 
-class LiederTask(ConfigurableTask):
-    """Scores each noun x family group by comparing its rows' log-likelihoods (lieder.md)."""
+class LiederTask(ExtTask):
+    """Scores each noun x family group by comparing its rows' log-likelihoods (Zhu & Frank, 2024)."""
 
     def __init__(self, config: dict | None = None, **kwargs) -> None:
-        # `class` selects this class in the YAML; it is not a TaskConfig field.
-        config = {key: value for key, value in (config or {}).items() if key != "class"}
         super().__init__(config=config, **kwargs)
         self.stimulus_set = self.config.dataset_kwargs["stimulus_set"]
+
+    def subset_metrics(self) -> dict:
+        """``acc_family_<family>`` (and ``acc_rel_family_<family>``): one family's documents only."""
         docs = self.task_docs
-        families = tuple(dict.fromkeys(docs["family"]))
         relative = any(row["kind"] == "nonref" for doc in docs for row in doc["rows"])
-        names = metric_names(self.stimulus_set, families, relative)
-        self._aggregation_list = dict.fromkeys(names, mean)
-        self._higher_is_better = dict.fromkeys(names, True)
+        return dict.fromkeys(family_metric_names(tuple(dict.fromkeys(docs["family"])), relative), (mean, True))
 
     def doc_to_text(self, doc, doc_to_text=None) -> str:
         """The first row's context (what `--write_out` shows); requests carry every row's own context."""
@@ -73,6 +71,6 @@ class LiederTask(ConfigurableTask):
             for i, row in enumerate(doc["rows"])
         ]
 
-    def process_results(self, doc: dict, results: list[tuple[float, bool]]) -> dict[str, float]:
+    def document_metrics(self, doc: dict, results: list[tuple[float, bool]]) -> dict[str, float]:
         """Comparison outcomes of this group; each row's log-probability is in the sample's ``resps``."""
         return score_group(doc, [logprob for logprob, _ in results], self.stimulus_set)

@@ -2,6 +2,11 @@
 
 The templates are byte copies of the benchmark's prompt files (``templates/litm_*.txt``); like
 the authors we drop trailing newlines from a template and fill it with ``str.format``.
+
+Each QA and KV prompt is also available as the list of its *pieces* (``*_pieces``; joined, they
+are the prompt byte for byte): the template around the documents, then one piece per document or
+key-value line. The prompt-length check tokenizes each distinct piece once
+(:mod:`lm_eval_ext.prompt_length`), since a sweep's prompts are the same pieces in other orders.
 """
 from __future__ import annotations
 
@@ -28,14 +33,28 @@ def template(name: str) -> str:
     return (templates_dir() / name).read_text(encoding="utf-8").rstrip("\n")
 
 
-def format_documents(passages: Sequence[dict]) -> str:
-    """``Document [n](Title: <title>) <text>`` per passage, n from 1, joined by single newlines."""
-    return "\n".join(f"Document [{n}](Title: {p['title']}) {p['text']}" for n, p in enumerate(passages, 1))
+def _around(name: str, field: str, **values) -> tuple[str, str]:
+    """The filled template before and after its ``{field}`` (which occurs once)."""
+    head, tail = template(name).split("{" + field + "}")
+    return head.format(**values), tail.format(**values)
+
+
+def document_pieces(passages: Sequence[dict]) -> list[str]:
+    """``Document [n](Title: <title>) <text>`` per passage, n from 1; every piece after the first starts
+    with the newline that separates it from the previous one."""
+    return [("\n" if n > 1 else "") + f"Document [{n}](Title: {p['title']}) {p['text']}"
+            for n, p in enumerate(passages, 1)]
+
+
+def qa_prompt_pieces(question: str, passages: Sequence[dict], variant: str = "plain") -> list[str]:
+    """The multi-document (or oracle, with one passage) QA prompt as pieces; ``variant`` picks the template."""
+    head, tail = _around(QA_TEMPLATES[variant], "search_results", question=question)
+    return [head, *document_pieces(passages), tail]
 
 
 def qa_prompt(question: str, passages: Sequence[dict], variant: str = "plain") -> str:
-    """The multi-document (or oracle, with one passage) QA prompt; ``variant`` picks the template."""
-    return template(QA_TEMPLATES[variant]).format(question=question, search_results=format_documents(passages))
+    """The multi-document (or oracle, with one passage) QA prompt."""
+    return "".join(qa_prompt_pieces(question, passages, variant))
 
 
 def closedbook_prompt(question: str) -> str:
@@ -43,21 +62,29 @@ def closedbook_prompt(question: str) -> str:
     return template(CLOSEDBOOK_TEMPLATE).format(question=question)
 
 
-def format_kv_records(pairs: Sequence[tuple[str, str]]) -> str:
-    """The pairs as one JSON object, one pair per line.
+def kv_record_pieces(pairs: Sequence[tuple[str, str]]) -> list[str]:
+    """The pairs as one JSON object, one pair per line (piece).
 
     The first line starts with ``{``, the others with a space; each pair is
     ``"<key>": "<value>"``; every line but the last ends with ``,`` and a newline, the last
     with ``}``.
     """
     last = len(pairs) - 1
-    return "".join(
-        ("{" if i == 0 else " ") + f'"{key}": "{value}"' + (",\n" if i != last else "}")
-        for i, (key, value) in enumerate(pairs)
-    )
+    return [("{" if i == 0 else " ") + f'"{key}": "{value}"' + (",\n" if i != last else "}")
+            for i, (key, value) in enumerate(pairs)]
+
+
+def format_kv_records(pairs: Sequence[tuple[str, str]]) -> str:
+    """The pairs as one JSON object, one pair per line (:func:`kv_record_pieces` joined)."""
+    return "".join(kv_record_pieces(pairs))
+
+
+def kv_prompt_pieces(pairs: Sequence[tuple[str, str]], key: str, query_aware: bool = False) -> list[str]:
+    """The key-value retrieval prompt as pieces (query-aware: the key is asked before and after the data)."""
+    head, tail = _around(KV_TEMPLATES["query_aware" if query_aware else "plain"], "formatted_kv_records", key=key)
+    return [head, *kv_record_pieces(pairs), tail]
 
 
 def kv_prompt(pairs: Sequence[tuple[str, str]], key: str, query_aware: bool = False) -> str:
-    """The key-value retrieval prompt (query-aware: the key is asked before and after the data)."""
-    name = KV_TEMPLATES["query_aware" if query_aware else "plain"]
-    return template(name).format(formatted_kv_records=format_kv_records(pairs), key=key)
+    """The key-value retrieval prompt."""
+    return "".join(kv_prompt_pieces(pairs, key, query_aware))

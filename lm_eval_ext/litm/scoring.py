@@ -48,5 +48,5 @@ class FirstLineFilter(Filter):
     """Harness filter: each response -> its first line, stripped (what QA is scored on and what the sample log shows)."""
 
     def apply(self, resps: Iterable, docs: Sequence[dict]) -> Iterable:
-        """Map every response of every request to :func:`first_line`."""
-        return [first_line(r) if isinstance(r, str) else [first_line(x) for x in r] for r in resps]
+        """Map every response of every request to :func:`first_line` (a withheld request's None stays None)."""
+        return [r if r is None else first_line(r) if isinstance(r, str) else [first_line(x) for x in r] for r in resps]

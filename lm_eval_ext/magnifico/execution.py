@@ -1,5 +1,8 @@
 """Executing gold and predicted queries in the sandbox, and the harness filter that does it in bulk.
 
+Options (``--metadata``): ``timeout``, ``max_rows``, ``workers``, ``comparison`` (``authors`` |
+``testsuite``); :func:`execution_options` reads them.
+
 Each distinct gold query is executed once per database for the whole process (a cache
 shared by all tasks); predictions are executed in parallel worker processes
 (:class:`~lm_eval_ext.sql.SandboxPool`) when the harness applies the task's filter,
@@ -14,11 +17,11 @@ from __future__ import annotations
 import json
 import threading
 from dataclasses import dataclass
-
-from lm_eval.api.filter import Filter
+from functools import lru_cache
 
 from ..errors import UserError
 from ..sql import COMPARISONS, Limits, QueryResult, authors_match, query_orders, shared_pool, testsuite_match
+from ..task_base import RunAwareFilter
 
 
 class ExecutionOptionError(UserError):
@@ -46,6 +49,27 @@ class ExecutionOptions:
     def limits(self) -> Limits:
         """The sandbox limits these options give."""
         return Limits(timeout=float(self.timeout), max_rows=int(self.max_rows))
+
+
+def execution_options(metadata: dict) -> ExecutionOptions:
+    """The execution options given with ``--metadata`` (defaults for the others)."""
+    def number(key: str, kind, default):
+        value = metadata.get(key, default)
+        try:
+            return None if value is None else kind(value)
+        except (TypeError, ValueError):
+            raise ExecutionOptionError(f"--metadata {key}={value!r} is not a valid {kind.__name__}.") from None
+
+    return ExecutionOptions(timeout=number("timeout", float, 5.0), max_rows=number("max_rows", int, 100_000),
+                            workers=number("workers", int, None), comparison=str(metadata.get("comparison", "authors")))
+
+
+@lru_cache(maxsize=None)
+def database_path(db_id: str) -> str:
+    """The .sqlite file of a Spider database (DataError when it is missing)."""
+    from ..data import spider_database_path
+
+    return str(spider_database_path(db_id))
 
 
 def prediction_sql(generation: str) -> str:
@@ -105,17 +129,19 @@ class Scorer:
         return records
 
 
-class SqlExecutionFilter(Filter):
-    """Harness filter: each response (its first generation) -> the execution record of its query, as JSON."""
+class SqlExecutionFilter(RunAwareFilter):
+    """Harness filter: each response (its first generation) -> the execution record of its query, as JSON.
 
-    def __init__(self, scorer: Scorer, db_path_of) -> None:
-        super().__init__()
-        self.scorer = scorer
-        self.db_path_of = db_path_of
+    Its options come from the run's ``--metadata`` (:func:`execution_options`).
+    """
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.scorer = Scorer(execution_options(self.run.metadata))
 
     def apply(self, resps, docs):
         """Execute every predicted query of the task in the sandbox pool, in parallel."""
         resps, docs = list(resps), list(docs)
         generations = [r[0] if isinstance(r, (list, tuple)) else r for r in resps]
-        records = self.scorer.score([self.db_path_of(d["db_id"]) for d in docs], [d["gold"] for d in docs], generations)
+        records = self.scorer.score([database_path(d["db_id"]) for d in docs], [d["gold"] for d in docs], generations)
         return [json.dumps(record, ensure_ascii=False) for record in records]

@@ -9,7 +9,7 @@ its recorded ``dataset_kwargs`` (question_set, split, language, mode).
 
 Seeds (the paper: test2 with seeds 2023, 2024, 2025, mean +- sample standard deviation): a
 model's runs of the same task with different ``--seed`` (the newest run per seed) are
-summarised with the plugin's own seed summary (:func:`lm_eval_ext.elitr.seeds.summarize`).
+summarised with the plugin's own seed summary (:func:`lm_eval_ext.elitr.seed_summary.summarize`).
 """
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...elitr.seeds import summarize
+from ...elitr.seed_summary import summarize
 from ..blocks import Figure, Note, Section, Table
 from ..figures import model_color, new_figure
 from ..load import Model, Run, TaskRun

@@ -1,10 +1,8 @@
-"""The paper's seed protocol: run the same evaluation with seeds 2023, 2024, 2025; report mean +- sample std.
+"""Mean and sample standard deviation of the metrics of several runs (the ELITR-Bench paper's seed protocol).
 
-:func:`run_seeds` runs ``lm-eval-ext run`` once per seed (``--seed S``, results under
-``<output_path>/seed_S``; API models also get ``seed=S`` in their model arguments, since the
-harness's ``--seed`` does not reach the request). :func:`summarize` reads results files
-(of these runs, or of runs made elsewhere) and gives, per task and metric, the mean, the sample
-standard deviation (n - 1 in the denominator, as the paper reports) and the values.
+:func:`summarize` reads harness results files (of ``lm-eval-ext elitr seeds`` runs, or of runs
+made elsewhere) and gives, per task and metric, the mean, the sample standard deviation (n - 1
+in the denominator, as the paper reports) and the values.
 """
 from __future__ import annotations
 
@@ -20,51 +18,6 @@ PAPER_SEEDS = (2023, 2024, 2025)
 
 class SeedRunError(UserError):
     """The seed runs cannot be set up, or their results cannot be read."""
-
-
-def _parse_run_args(run_args: list[str]):
-    from lm_eval._cli.harness import HarnessCLI
-
-    return HarnessCLI()._parser.parse_args(["run", *run_args])
-
-
-def seed_arguments(run_args: list[str], seed: int, output_path: str) -> list[str]:
-    """The ``lm-eval-ext run`` arguments of one seed's run."""
-    args = _parse_run_args(run_args)
-    extra = ["--seed", str(seed), "--output_path", str(Path(output_path) / f"seed_{seed}")]
-    from lm_eval.api.registry import get_model
-    from lm_eval.models.api_models import TemplateAPI
-
-    from ..plugin import register
-
-    register()
-    model_class = get_model(args.model or "hf")
-    inner = (args.model_args or {}).get("inner_model")
-    if inner:
-        model_class = get_model(inner)
-    if isinstance(model_class, type) and issubclass(model_class, TemplateAPI):
-        extra += ["--model_args", f"seed={seed}"]
-    return [*run_args, *extra]
-
-
-def run_seeds(run_args: list[str], seeds=PAPER_SEEDS) -> list[Path]:
-    """Run ``lm-eval-ext run RUN_ARGS`` once per seed; the results file of each run."""
-    from ..run import main as run_main
-
-    args = _parse_run_args(run_args)
-    if "--seed" in run_args:
-        raise SeedRunError("Do not give --seed to `lm-eval-ext elitr seeds`: it sets one per run (--seeds).")
-    if not args.output_path:
-        raise SeedRunError("`lm-eval-ext elitr seeds` needs --output_path DIR among the run flags: each seed's "
-                           "results go to DIR/seed_<seed>.")
-    files = []
-    for seed in seeds:
-        run_main(seed_arguments(run_args, seed, args.output_path))
-        found = sorted((Path(args.output_path) / f"seed_{seed}").rglob("results_*.json"), key=lambda p: p.stat().st_mtime)
-        if not found:
-            raise SeedRunError(f"The run with seed {seed} wrote no results file under {args.output_path}/seed_{seed}.")
-        files.append(found[-1])
-    return files
 
 
 def results_files(paths: list[str]) -> list[Path]:

@@ -6,7 +6,7 @@ import contextlib
 import json
 import sys
 
-from .seeds import PAPER_SEEDS
+from ..elitr.seed_summary import PAPER_SEEDS
 
 
 def add_elitr_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -74,8 +74,8 @@ def add_elitr_parser(subparsers: argparse._SubParsersAction) -> argparse.Argumen
 def score_command(args: argparse.Namespace) -> int:
     """``lm-eval-ext elitr score``."""
     from ..judge.cli import config_from_args
-    from .responses import load_answers
-    from .score import format_table, judged_verdicts, scores_by_model, stored_verdicts
+    from ..elitr.responses import load_answers
+    from ..elitr.score import format_table, judged_verdicts, scores_by_model, stored_verdicts
 
     answers, source = load_answers(args.path, score_field=args.score_field, model_name=args.model_name)
     judge_record = None
@@ -111,13 +111,13 @@ def seeds_command(args: argparse.Namespace) -> int:
 
 def seeds_report_command(args: argparse.Namespace) -> int:
     """``lm-eval-ext elitr seeds-report``."""
-    from .seeds import results_files
+    from ..elitr.seed_summary import results_files
 
     return _print_summary(results_files(args.paths), args.json)
 
 
 def _print_summary(files, as_json: bool) -> int:
-    from .seeds import format_summary, summarize
+    from ..elitr.seed_summary import format_summary, summarize
 
     summary = summarize(files)
     if as_json:

@@ -1,0 +1,267 @@
+"""The plugin's one boundary with the harness's internals (with :class:`lm_eval_ext.task_base.ExtTask`).
+
+Everything else in the plugin uses the harness's public API: task YAMLs, ``ConfigurableTask``
+methods, filters, ``lm_eval.api.registry``, ``simple_evaluate``, the ``lm_eval`` command. The
+few things no public API offers are done here, each with one line saying why and on which
+harness versions it was checked (:data:`CHECKED_ON`); :func:`missing_internals` lists the ones an
+installed harness no longer has, and a test fails on it with that list.
+
+1. Discovery (``on_harness_import``, called by :mod:`lm_eval_ext.autoload`): on releases without
+   entry-point plugins, the plugin's task directory is added to every ``TaskManager`` (after the
+   built-ins, before the user's ``--include_path``, the precedence the upstream plugin support
+   uses) and its models are registered as lazy placeholders. A harness that reads the
+   ``lm_eval.tasks`` / ``lm_eval.models`` entry points itself is left alone.
+2. Request types (``install_request_types``): the harness sends each request to the model
+   method named by its request type (``getattr(lm, request_type)`` in ``evaluator.evaluate``).
+   The plugin adds two types to every harness model: ``ext_conversation`` (dependent multi-turn
+   generation, :mod:`lm_eval_ext.conversation`) and ``ext_withheld`` (a request the task decided
+   not to send, e.g. a prompt longer than the model's context: answered with None, no model call).
+3. The harness's command line (``parse_run_args``) and task index (``task_index``), read by
+   ``lm-eval-ext run`` and ``lm-eval-ext check`` to check a run before the model is loaded.
+"""
+from __future__ import annotations
+
+import functools
+import importlib
+import importlib.metadata
+import logging
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+CHECKED_ON = ("0.4.12", "0.4.13")
+DISTRIBUTION = "lm-eval-ext"
+TASKS_GROUP, MODELS_GROUP = "lm_eval.tasks", "lm_eval.models"
+CONVERSATION = "ext_conversation"
+WITHHELD = "ext_withheld"
+
+_settings = {"builtin_tasks": True}
+
+
+# -- 1. discovery ---------------------------------------------------------------------------
+
+
+def plugin_task_paths() -> list[Path]:
+    """The directories holding the plugin's task YAMLs."""
+    from .paths import tasks_dir
+
+    return [tasks_dir()]
+
+
+def index_builtin_tasks(enabled: bool) -> None:
+    """Whether TaskManagers built from now on index the harness's ~14,700 built-in tasks
+    (``lm-eval-ext run`` turns it off when only plugin tasks are asked for)."""
+    _settings["builtin_tasks"] = enabled
+
+
+def harness_discovers(group: str, module=None) -> bool:
+    """True when the installed harness loads the plugins of entry-point ``group`` by itself."""
+    module_name, names = _NATIVE_DISCOVERY[group]
+    if module is None:
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError:
+            return False
+    return all(callable(getattr(module, name, None)) for name in names)
+
+
+# Feature detection, not version checks: the harness's entry-point plugin support is in no
+# release yet (EleutherAI/lm-evaluation-harness PR #4013, models: registry.load_plugins and
+# import_plugins; PR #4015, tasks: manager.discover_plugin_task_paths read in TaskManager.__init__).
+_NATIVE_DISCOVERY = {
+    MODELS_GROUP: ("lm_eval.api.registry", ("load_plugins", "import_plugins")),
+    TASKS_GROUP: ("lm_eval.tasks.manager", ("discover_plugin_task_paths",)),
+}
+_WATCHED = {"lm_eval.tasks.manager": TASKS_GROUP, "lm_eval.api.registry": MODELS_GROUP}
+
+
+def activate() -> None:
+    """Make the plugin visible to the harness in this process, whether or not the start-up hook ran."""
+    for name in _WATCHED:
+        on_harness_import(name, importlib.import_module(name))
+
+
+def on_harness_import(name: str, module) -> None:
+    """Called by the start-up hook right after the harness imported ``name``: add what it does not discover."""
+    group = _WATCHED.get(name)
+    if group is None or harness_discovers(group, module):
+        return
+    if group == TASKS_GROUP:
+        _add_plugin_tasks(module.TaskManager)
+    else:
+        _register_plugin_models(module)
+
+
+def _add_plugin_tasks(task_manager_class) -> None:
+    # Private: TaskManager takes task paths only as an argument (no environment variable or
+    # config file adds one), so its __init__ is wrapped. Checked on CHECKED_ON.
+    original = task_manager_class.__init__
+    if getattr(original, "lm_eval_ext_wrapped", False):
+        return
+
+    @functools.wraps(original)
+    def __init__(self, verbosity=None, include_path=None, include_defaults=True, metadata=None):
+        user = [] if include_path is None else list(include_path) if isinstance(include_path, (list, tuple)) \
+            else [include_path]
+        ours = [p for p in plugin_task_paths() if not any(_same_path(p, u) for u in user)]
+        original(self, verbosity=verbosity, include_path=[*map(str, ours), *user],
+                 include_defaults=include_defaults and _settings["builtin_tasks"], metadata=metadata)
+
+    __init__.lm_eval_ext_wrapped = True
+    task_manager_class.__init__ = __init__
+
+
+def _same_path(a, b) -> bool:
+    try:
+        return Path(a).resolve() == Path(b).resolve()
+    except (OSError, TypeError):
+        return False
+
+
+def plugin_models() -> dict[str, str]:
+    """The plugin's harness models (test doubles), name -> ``module:Class``, as its entry points declare them."""
+    try:
+        points = importlib.metadata.distribution(DISTRIBUTION).entry_points
+    except importlib.metadata.PackageNotFoundError:
+        return {}
+    return {point.name: point.value for point in points if point.group == MODELS_GROUP}
+
+
+def _register_plugin_models(registry_module) -> None:
+    # Public API (lazy placeholders): nothing is imported until a model is asked for by name.
+    # The built-in table is loaded first: the harness fills it only while the registry is empty.
+    import lm_eval.models  # noqa: F401
+
+    for name, target in plugin_models().items():
+        if name not in registry_module.model_registry:
+            registry_module.model_registry.register(name, target=target)
+
+
+# -- 2. request types -------------------------------------------------------------------------
+
+
+def install_request_types() -> None:
+    """Give every harness model the plugin's request types (module docstring, item 2)."""
+    from lm_eval.api.model import LM
+
+    # Private: the harness has no registry of request types; it calls the model method named
+    # by Instance.request_type. A method on the LM base class serves every model. Checked on CHECKED_ON.
+    if not hasattr(LM, CONVERSATION):
+        setattr(LM, CONVERSATION, _generate_conversations)
+    if not hasattr(LM, WITHHELD):
+        setattr(LM, WITHHELD, _withheld)
+
+
+def _generate_conversations(self, requests) -> list[dict]:
+    """Dependent multi-turn generation with this model's ``generate_until`` (lm_eval_ext.conversation)."""
+    from .conversation import run_conversations
+
+    return run_conversations(requests, lambda batch: _generate_until_cached(self, batch),
+                             getattr(self, "apply_chat_template", None))
+
+
+def _generate_until_cached(lm, requests) -> list[str]:
+    """``lm.generate_until``, answered from the harness's response cache (``--use_cache``) where it can be.
+
+    The harness's CachingLM wraps the model object the evaluator holds, so a method called on the
+    model itself bypasses it. Private: the cache is read through the CacheHook CachingLM gives the
+    model (``cache_hook.dbdict``, keys of ``lm_eval.api.model.hash_args``), as CachingLM itself
+    does; the model writes new answers to it as usual. Checked on CHECKED_ON.
+    """
+    cache = getattr(getattr(lm, "cache_hook", None), "dbdict", None)
+    if cache is None:
+        return lm.generate_until(requests)
+    from lm_eval.api.model import hash_args
+
+    results: list = [None] * len(requests)
+    todo = []
+    for i, request in enumerate(requests):
+        key = hash_args("generate_until", request.args)
+        if not request.args[1].get("do_sample", False) and key in cache:
+            results[i] = cache[key]
+        else:
+            todo.append(i)
+    if todo:
+        for i, output in zip(todo, lm.generate_until([requests[i] for i in todo]), strict=True):
+            results[i] = output
+    return results
+
+
+def _withheld(self, requests) -> list[None]:
+    """No response and no model call for each request a task withheld."""
+    return [None] * len(requests)
+
+
+# -- 3. the harness's command line and task index ----------------------------------------------
+
+
+def parse_run_args(argv: list[str]):
+    """``argv`` (the flags of ``lm_eval run``) parsed exactly as ``lm_eval run`` parses them."""
+    # Private: lm_eval._cli holds the only definition of the run command's flags. Checked on CHECKED_ON.
+    from lm_eval._cli.harness import HarnessCLI
+
+    return HarnessCLI()._parser.parse_args(["run", *argv])
+
+
+def task_index(include_path=None, include_defaults: bool = True) -> dict:
+    """name -> (kind, children, tags) of every task, group and tag a TaskManager would see.
+
+    kind is ``task``, ``group`` or ``tag``; children are a group's task and group names; tags the
+    tag's member tasks.
+    """
+    from lm_eval.tasks import TaskManager
+    from lm_eval.tasks._index import Kind
+
+    manager = TaskManager(include_path=include_path, include_defaults=include_defaults)
+    index = {}
+    # Private: the index entries' kind and raw config are how a group's members are known before
+    # the group is built (which loads every member's data). Checked on CHECKED_ON.
+    for name, entry in manager.task_index.items():
+        if entry.kind is Kind.GROUP:
+            children = [c if isinstance(c, str) else c.get("task") or c.get("group")
+                        for c in (entry.cfg or {}).get("task", [])]
+            index[name] = ("group", [c for c in children if c], ())
+        elif entry.kind is Kind.TAG:
+            index[name] = ("tag", sorted(entry.tags), ())
+        else:
+            index[name] = ("task", [], tuple(sorted(entry.tags)))
+    return index
+
+
+# -- the check ----------------------------------------------------------------------------------
+
+
+def missing_internals() -> list[str]:
+    """What this module relies on that the installed harness lacks (empty when all is there)."""
+    missing = []
+
+    def need(what: str, check) -> None:
+        try:
+            ok = check()
+        except Exception:  # noqa: BLE001 -- anything failing here means "not there"
+            ok = False
+        if not ok:
+            missing.append(what)
+
+    import inspect
+
+    need("lm_eval.tasks.manager.TaskManager.__init__(verbosity, include_path, include_defaults, metadata)",
+         lambda: list(inspect.signature(importlib.import_module("lm_eval.tasks.manager").TaskManager.__init__)
+                      .parameters)[1:5] == ["verbosity", "include_path", "include_defaults", "metadata"])
+    need("lm_eval.tasks.TaskManager.task_index entries with .kind, .cfg, .tags",
+         lambda: {"kind", "cfg", "tags"} <= set(importlib.import_module("lm_eval.tasks._index").Entry
+                                                .__dataclass_fields__))
+    need("lm_eval.tasks._index.Kind.GROUP / TAG",
+         lambda: {"GROUP", "TAG"} <= set(importlib.import_module("lm_eval.tasks._index").Kind.__members__))
+    need("lm_eval._cli.harness.HarnessCLI()._parser with a 'run' command",
+         lambda: importlib.import_module("lm_eval._cli.harness").HarnessCLI()._parser.parse_args(
+             ["run", "--tasks", "x"]).tasks == "x")
+    need("lm_eval.api.registry.model_registry.register(name, target='module:Class')",
+         lambda: "target" in inspect.signature(importlib.import_module("lm_eval.api.registry")
+                                               .model_registry.register).parameters)
+    need("lm_eval.api.model.hash_args and CacheHook.dbdict (the response cache)",
+         lambda: callable(importlib.import_module("lm_eval.api.model").hash_args)
+         and "self.dbdict" in inspect.getsource(importlib.import_module("lm_eval.api.model").CacheHook))
+    need("lm_eval.evaluator.evaluate dispatching requests with getattr(lm, reqtype)",
+         lambda: "getattr(lm, reqtype)" in inspect.getsource(importlib.import_module("lm_eval.evaluator").evaluate))
+    return missing

@@ -1,0 +1,47 @@
+"""The ELITR-Bench paper's seed protocol: run the same evaluation with seeds 2023, 2024, 2025.
+
+:func:`run_seeds` runs ``lm-eval-ext run`` once per seed (``--seed S``, results under
+``<output_path>/seed_S``; API models also get ``seed=S`` in their model arguments, since the
+harness's ``--seed`` does not reach the request); :mod:`lm_eval_ext.elitr.seed_summary` gives
+the mean and sample standard deviation of their results.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..boundary import activate, parse_run_args
+from ..elitr.seed_summary import PAPER_SEEDS, SeedRunError
+
+
+def seed_arguments(run_args: list[str], seed: int, output_path: str) -> list[str]:
+    """The ``lm-eval-ext run`` arguments of one seed's run."""
+    args = parse_run_args(run_args)
+    extra = ["--seed", str(seed), "--output_path", str(Path(output_path) / f"seed_{seed}")]
+    from lm_eval.api.registry import get_model
+    from lm_eval.models.api_models import TemplateAPI
+
+    activate()
+    model_class = get_model(args.model or "hf")
+    if isinstance(model_class, type) and issubclass(model_class, TemplateAPI):
+        extra += ["--model_args", f"seed={seed}"]
+    return [*run_args, *extra]
+
+
+def run_seeds(run_args: list[str], seeds=PAPER_SEEDS) -> list[Path]:
+    """Run ``lm-eval-ext run RUN_ARGS`` once per seed; the results file of each run."""
+    from .run import main as run_main
+
+    args = parse_run_args(run_args)
+    if "--seed" in run_args:
+        raise SeedRunError("Do not give --seed to `lm-eval-ext elitr seeds`: it sets one per run (--seeds).")
+    if not args.output_path:
+        raise SeedRunError("`lm-eval-ext elitr seeds` needs --output_path DIR among the run flags: each seed's "
+                           "results go to DIR/seed_<seed>.")
+    files = []
+    for seed in seeds:
+        run_main(seed_arguments(run_args, seed, args.output_path))
+        found = sorted((Path(args.output_path) / f"seed_{seed}").rglob("results_*.json"), key=lambda p: p.stat().st_mtime)
+        if not found:
+            raise SeedRunError(f"The run with seed {seed} wrote no results file under {args.output_path}/seed_{seed}.")
+        files.append(found[-1])
+    return files

@@ -1,0 +1,191 @@
+"""Dependent multi-turn conversations: what a turn request holds, how a turn is rendered, and the runner.
+
+The harness builds every request before it calls the model, so a request cannot hold the
+model's own earlier answers. A multi-turn task therefore sends one request per turn of request
+type ``ext_conversation`` (:mod:`lm_eval_ext.boundary` gives every harness model that method),
+whose arguments are ``(turn, gen_kwargs)`` with ``turn`` the JSON text of :meth:`Turn.to_request`
+(the harness hashes and logs a request's first argument as text): the user messages of turns 1..k. :func:`run_conversations` answers them with the model's own
+``generate_until`` (and its chat template), which the boundary hands it:
+
+1. requests are grouped by conversation; the turn with the most user messages gives the
+   conversation's questions (every other turn must repeat them as a prefix);
+2. turn 1 of every conversation is generated in **one** ``generate_until`` call, then turn 2
+   (each prompt now holding that conversation's own answer to turn 1), and so on: turn k sees the
+   answers to turns 1..k-1, in order, and generation is batched across conversations (the model
+   batches each call as usual: ``--batch_size``, API concurrency);
+3. each turn's messages are rendered with the model's chat template when the task asked for it
+   (``--apply_chat_template``; chat-completion APIs receive the message list), else concatenated
+   with nothing in between (the ELITR-Bench authors' raw format); an answer goes back into the
+   conversation stripped of surrounding whitespace, as the authors' code does;
+4. when the turn carries a length budget (:mod:`lm_eval_ext.prompt_length`), its prompt is
+   measured before it is generated: a prompt that does not fit stops the run, or has the middle
+   of its document shortened if the turn asks for truncation.
+
+Each request gets back a dict: ``text`` (the answer), ``turn``, ``messages`` (what it answered)
+and ``truncated_lines`` (document lines dropped so that the prompt fit). Turns nobody asked for
+(``--limit``, ``--samples``, another rank's documents) are generated when a later turn needs them.
+"""
+from __future__ import annotations
+
+import copy
+import json
+import logging
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from .errors import UserError
+from .prompt_length import PromptTooLongError, budget_from_settings, shorten_middle
+
+log = logging.getLogger(__name__)
+
+OVERFLOW_POLICIES = ("error", "truncate")
+
+
+class ConversationError(UserError):
+    """Conversation requests that cannot be run (malformed, inconsistent, or too long)."""
+
+
+@dataclass(frozen=True)
+class Turn:
+    """Turn ``turn`` (1-based) of conversation ``conversation``.
+
+    ``user`` holds the user messages of turns 1..turn. ``chat``: render with the model's chat
+    template. ``length``: the metadata entries of a length budget (``prompt_length``), or empty
+    for no check. ``overflow``: ``error`` or ``truncate`` (shorten ``user[0][document[0]:document[1]]``
+    from its middle). ``too_long_help``: the sentence a too-long error ends with (what to do).
+    """
+
+    conversation: str
+    turn: int
+    user: tuple[str, ...]
+    system: str | None = None
+    chat: bool = False
+    overflow: str = "error"
+    document: tuple[int, int] | None = None
+    length: tuple[tuple[str, object], ...] = ()
+    too_long_help: str = ""
+
+    def __post_init__(self) -> None:
+        if self.turn < 1 or len(self.user) != self.turn:
+            raise ConversationError(f"turn {self.turn} of {self.conversation!r} has {len(self.user)} user messages")
+        if self.overflow not in OVERFLOW_POLICIES:
+            raise ConversationError(f"unknown overflow policy {self.overflow!r}: use {' or '.join(OVERFLOW_POLICIES)}")
+
+    def to_request(self) -> str:
+        """The request argument: this turn as JSON text (logged with the samples, cacheable by the harness)."""
+        return json.dumps({"conversation": self.conversation, "turn": self.turn, "user": list(self.user),
+                           "system": self.system, "chat": self.chat, "overflow": self.overflow,
+                           "document": list(self.document) if self.document else None,
+                           "length": [list(item) for item in self.length], "too_long_help": self.too_long_help},
+                          ensure_ascii=False)
+
+    @classmethod
+    def from_request(cls, text: str) -> Turn:
+        """Inverse of :meth:`to_request`."""
+        try:
+            data = json.loads(text)
+            return cls(conversation=data["conversation"], turn=int(data["turn"]), user=tuple(data["user"]),
+                       system=data["system"], chat=bool(data["chat"]), overflow=data["overflow"],
+                       document=tuple(data["document"]) if data["document"] else None,
+                       length=tuple(tuple(item) for item in data["length"]), too_long_help=data["too_long_help"])
+        except (KeyError, TypeError, ValueError) as err:
+            raise ConversationError(f"malformed conversation request: {err!r}") from None
+
+    def settings(self) -> tuple:
+        """Everything but the turn and its messages: the same for all turns of one conversation."""
+        return (self.system, self.chat, self.overflow, self.document, self.length, self.too_long_help)
+
+
+def turn_messages(system: str | None, user: Sequence[str], answers: Sequence[str]) -> list[dict[str, str]]:
+    """``[system] + user_1, assistant_1, ..., user_k`` for ``k = len(user)`` and ``k - 1`` answers."""
+    if len(answers) != len(user) - 1:
+        raise ValueError(f"{len(user)} user messages need {len(user) - 1} answers, got {len(answers)}")
+    messages = [{"role": "system", "content": system}] if system else []
+    for i, text in enumerate(user):
+        messages.append({"role": "user", "content": text})
+        if i < len(answers):
+            messages.append({"role": "assistant", "content": answers[i]})
+    return messages
+
+
+def render(messages: list[dict[str, str]], chat_template: Callable | None):
+    """The prompt for ``messages``: ``chat_template(messages)`` (generation prompt added), or the raw concatenation."""
+    if chat_template is not None:
+        return chat_template(messages, add_generation_prompt=True)
+    return "".join(message["content"] for message in messages)
+
+
+def run_conversations(requests, generate: Callable[[list], list[str]], chat_template: Callable | None) -> list[dict]:
+    """Answer conversation-turn requests turn by turn (module docstring).
+
+    ``generate`` is the model's ``generate_until`` (a list of ``generate_until`` Instances -> their
+    texts); ``chat_template`` its ``apply_chat_template``, used by turns that ask for it.
+    """
+    from lm_eval.api.instance import Instance
+
+    turns = [Turn.from_request(request.args[0]) for request in requests]
+    longest: dict[str, Turn] = {}
+    asked: dict[str, dict[int, object]] = defaultdict(dict)
+    for request, turn in zip(requests, turns):
+        if turn.conversation not in longest or turn.turn > longest[turn.conversation].turn:
+            longest[turn.conversation] = turn
+        asked[turn.conversation].setdefault(turn.turn, request)
+    for turn in turns:
+        full = longest[turn.conversation]
+        if full.user[: turn.turn] != turn.user or full.settings() != turn.settings():
+            raise ConversationError(f"The turns of conversation {turn.conversation!r} disagree on its earlier "
+                                    "messages or settings; each turn must repeat the conversation's start.")
+    answers: dict[str, list[str]] = {cid: [] for cid in longest}
+    results: dict[tuple[str, int], dict] = {}
+    last = max((turn.turn for turn in longest.values()), default=0)
+    for t in range(1, last + 1):
+        active = [cid for cid, turn in longest.items() if turn.turn >= t]
+        log.info("conversations: turn %d of %d, %d conversation(s) in one batch", t, last, len(active))
+        batch, prepared = [], []
+        for cid in active:
+            # a turn nobody asked for (--limit, --samples, another rank) takes the settings of the next asked turn
+            request = asked[cid].get(t) or asked[cid][min(k for k in asked[cid] if k > t)]
+            gen_kwargs = copy.deepcopy(request.args[1])
+            chat = chat_template if longest[cid].chat else None
+            messages, dropped = _fit(longest[cid], t, answers[cid], gen_kwargs, chat)
+            prepared.append((cid, messages, dropped))
+            batch.append(Instance(request_type="generate_until", doc=request.doc, arguments=(render(messages, chat),
+                                  gen_kwargs), idx=request.idx, metadata=(request.task_name, request.doc_id,
+                                                                          request.repeats)))
+        for (cid, messages, dropped), output in zip(prepared, generate(batch), strict=True):
+            results[cid, t] = {"text": output, "turn": t, "messages": messages, "truncated_lines": dropped}
+            answers[cid].append(str(output).strip())
+    return [results[turn.conversation, turn.turn] for turn in turns]
+
+
+def _fit(turn: Turn, t: int, answers: list[str], gen_kwargs: dict, chat: Callable | None) -> tuple[list[dict], int]:
+    """The messages of turn ``t`` (shortened to fit when the turn allows it) and the document lines dropped."""
+    user = list(turn.user[:t])
+    messages = turn_messages(turn.system, user, answers)
+    budget = budget_from_settings(turn.length) if turn.length else None
+    if budget is None:
+        return messages, 0
+
+    def fits(candidate: list[dict]) -> bool:
+        return budget.verdicts([(render(candidate, chat), gen_kwargs)])[0].fits
+
+    if fits(messages):
+        return messages, 0
+    where = f"Turn {t} of {turn.conversation}"
+    if turn.overflow != "truncate" or turn.document is None:
+        (verdict,) = budget.verdicts([(render(messages, chat), gen_kwargs)])
+        raise PromptTooLongError(
+            f"{where}: the prompt has {verdict.prompt_tokens} tokens; with max_gen_toks={verdict.max_gen_toks} it "
+            f"does not fit the {budget.describe()}. Nothing of this turn was generated. {turn.too_long_help}")
+    start, end = turn.document
+
+    def with_document(text: str) -> list[dict]:
+        return turn_messages(turn.system, [user[0][:start] + text + user[0][end:], *user[1:]], answers)
+
+    try:
+        text, dropped = shorten_middle(user[0][start:end], lambda text: fits(with_document(text)), what=where)
+    except PromptTooLongError as err:
+        raise PromptTooLongError(f"{err} {turn.too_long_help}") from None
+    log.warning("%s did not fit the %s; dropped %d document lines from its middle", where, budget.describe(), dropped)
+    return with_document(text), dropped

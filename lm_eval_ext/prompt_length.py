@@ -1,0 +1,339 @@
+"""Does a prompt fit the model's context window? The one prompt-length module of the plugin.
+
+Lost in the Middle, MAGNIFICo and ELITR-Bench (single- and multi-turn) all measure their prompts
+here, and report per document ``prompts_skipped`` / ``prompts_truncated`` with the budget's
+:meth:`LengthBudget.describe` in their results' metadata (why).
+
+The harness builds the model before the tasks and never shows it to them, and its adapters
+cut over-long prompts on the left with at most a warning (hf, vLLM, tokenized API
+completions), which removes the first documents and bends the position curve. So the task
+measures each final prompt (after any chat template) itself, with the model's tokenizer and
+context length taken from the task metadata, which the harness fills with the run's
+``--model_args`` plus ``--metadata``:
+
+- context length: ``max_length`` (the hf, vLLM and API adapters' own argument of that name,
+  so the limit checked is the limit they apply), else ``max_model_len`` (vLLM), else, when
+  ``pretrained`` names a model (hf, vLLM), the length the hf adapter derives from its config
+  (``lm_eval.models.utils.resolve_max_length``, default 2048);
+- tokenizer: ``tokenizer``, else ``pretrained``, else ``model`` (a Hugging Face tokenizer, or
+  a tiktoken encoding for OpenAI model names).
+
+A prompt fits when its tokens plus the request's ``max_gen_toks`` (256 when unset, the
+adapters' default) are at most the context length: the hf and vLLM adapters keep
+``max_length - max_gen_toks`` prompt tokens. Tokens are counted with the tokenizer's special
+tokens (a BOS) unless the prompt already starts with the BOS text, so a prompt is never
+judged to fit when an adapter that adds a BOS would cut it.
+
+Chat API models (``local-chat-completions``, ``openai-chat-completions``) get the messages, not a
+string; they are measured as the tokenizer's chat template renders them (with the generation
+prompt), or as their contents joined by newlines when it has none (tiktoken).
+
+With no context length in the metadata (API models without ``max_length``, scripted models),
+prompts are not checked: :func:`resolve_budget` returns None and the task says so in the log.
+
+Speed: tokenizing every whole prompt of a long-context sweep is slow (8,820 Lost in the Middle
+prompts of ~13k characters), and its prompts are the same few thousand documents in different
+orders. A task may therefore give, per prompt, the *pieces* it was assembled from: each distinct
+piece is tokenized once, a prompt's size is estimated as the sum of its pieces, and only a
+prompt whose estimate lies within :data:`JOIN_SLACK` tokens per join of the limit is tokenized
+whole. Decisions are the same as tokenizing every prompt (tests/test_prompt_length.py checks it
+prompt by prompt); bench/litm_prompt_throughput.py measures the speed.
+
+Over-long prompts that a task may shorten (ELITR-Bench's transcripts) are cut with
+:func:`shorten_middle`: the fewest whole lines from the middle, so the instructions, the start
+and the end stay.
+"""
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+from .errors import UserError
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MAX_GEN_TOKS = 256  # what the hf and API adapters generate when a request sets no max_gen_toks
+DEFAULT_MAX_LENGTH = 2048  # the hf adapter's fallback when a model config names no length
+TOKENIZER_KEYS = ("tokenizer", "pretrained", "model")
+SETTING_KEYS = ("max_length", "max_model_len", *TOKENIZER_KEYS, "trust_remote_code")
+COUNT_CHUNK = 64  # prompts tokenized per batch (the Rust encodings of a batch are held at once)
+# Tokens by which joining two pieces may change the sum of their separate counts (a merge across
+# the join, a word-start marker): prompts estimated within this many tokens per join of the
+# limit are tokenized whole.
+JOIN_SLACK = 4
+
+
+class LengthCheckError(UserError):
+    """The prompt-length check was asked for but cannot be set up."""
+
+
+class PromptTooLongError(UserError):
+    """A prompt does not fit the model's context and cannot be made to fit."""
+
+
+def max_gen_toks(gen_kwargs: dict | None) -> int:
+    """Tokens a request reserves for its answer (the adapters' default when it sets none)."""
+    return int((gen_kwargs or {}).get("max_gen_toks") or DEFAULT_MAX_GEN_TOKS)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One prompt's size against the window: prompt tokens + tokens to generate <= context length.
+
+    ``exact`` is False when ``prompt_tokens`` is the sum of the prompt's pieces (the decision is
+    certain either way; the count may be off by a few tokens).
+    """
+
+    prompt_tokens: int
+    max_gen_toks: int
+    max_length: int
+    exact: bool = True
+
+    @property
+    def fits(self) -> bool:
+        """True when the adapters would keep the whole prompt."""
+        return self.prompt_tokens + self.max_gen_toks <= self.max_length
+
+
+@dataclass(frozen=True)
+class LengthBudget:
+    """A context length and a token counter for one model.
+
+    ``count_tokens`` counts whole prompts (or chats) as the adapters would; ``count_pieces``, when
+    given, counts text without special tokens and ``special_tokens`` is what the tokenizer adds to
+    a prompt (a BOS): together they allow the estimate from pieces. ``settings`` are the metadata
+    that rebuild this budget (:func:`budget_from_settings`), e.g. in the multi-turn runner.
+    """
+
+    max_length: int
+    length_source: str
+    tokenizer_name: str
+    count_tokens: Callable[[list[str | list[dict]]], list[int]]
+    count_pieces: Callable[[list[str]], list[int]] | None = None
+    special_tokens: int = 0
+    bos_text: str | None = None
+    settings: tuple[tuple[str, object], ...] = field(default=())
+
+    def verdicts(self, requests: Sequence[tuple[object, dict | None]],
+                 pieces: Sequence[Sequence[str] | None] | None = None) -> list[Verdict]:
+        """Measure each (context, generation kwargs) against the window, reserving its ``max_gen_toks``.
+
+        A context is the prompt string, or for chat API models the harness's ``JsonChatStr`` (the
+        messages as JSON), which is measured as the tokenizer's chat template renders it.
+        ``pieces[i]``, when given, are strings whose concatenation occurs in prompt i (the prompt
+        before a chat template wrapped it): the fast path of the module docstring.
+        """
+        verdicts: list[Verdict | None] = [None] * len(requests)
+        if pieces is not None and self.count_pieces is not None:
+            self._estimate(requests, pieces, verdicts)
+        todo = [i for i, verdict in enumerate(verdicts) if verdict is None]
+        counts = self.count_tokens([_prompt_or_messages(requests[i][0]) for i in todo])
+        for i, n in zip(todo, counts, strict=True):
+            verdicts[i] = Verdict(n, max_gen_toks(requests[i][1]), self.max_length)
+        return verdicts
+
+    def _estimate(self, requests, pieces, verdicts: list) -> None:
+        """Decide, from the sums of their pieces, the prompts that are clearly in or clearly out."""
+        layouts = {}
+        for i, ((context, _), parts) in enumerate(zip(requests, pieces, strict=True)):
+            if parts and isinstance(context, str) and (start := context.find(body := "".join(parts))) >= 0:
+                layouts[i] = [context[:start], *parts, context[start + len(body):]]
+        distinct = list(dict.fromkeys(piece for layout in layouts.values() for piece in layout if piece))
+        sizes = dict(zip(distinct, self.count_pieces(distinct), strict=True))
+        for i, layout in layouts.items():
+            used = [piece for piece in layout if piece]
+            context, gen_kwargs = requests[i]
+            special = 0 if self.bos_text and context.startswith(self.bos_text) else self.special_tokens
+            estimate = special + sum(sizes[piece] for piece in used)
+            slack = JOIN_SLACK * (len(used) - 1)
+            room = self.max_length - max_gen_toks(gen_kwargs)
+            if estimate + slack <= room or estimate - slack > room:
+                verdicts[i] = Verdict(estimate, max_gen_toks(gen_kwargs), self.max_length, exact=False)
+
+    def describe(self) -> str:
+        """One line for logs and reports."""
+        return f"context length {self.max_length} ({self.length_source}), tokens counted with {self.tokenizer_name}"
+
+
+def shorten_middle(text: str, fits: Callable[[str], bool], what: str = "the prompt") -> tuple[str, int]:
+    """``text`` without the fewest whole lines from its middle such that ``fits(result)``; (result, lines dropped).
+
+    Lines are dropped around the middle (the first half of the kept lines, then the second
+    half), found by bisection, so the prompt is measured about log2(lines) times. Raises
+    PromptTooLongError when even dropping every line does not make it fit.
+    """
+    if fits(text):
+        return text, 0
+    lines = text.splitlines(keepends=True)
+
+    def without(n: int) -> str:
+        keep = len(lines) - n
+        head = (keep + 1) // 2
+        return "".join(lines[:head] + lines[len(lines) - (keep - head):]) if keep else ""
+
+    if not fits(without(len(lines))):
+        raise PromptTooLongError(f"{what} does not fit the model's context even with the text to shorten left out.")
+    low, high = 1, len(lines)  # fits(without(high)) holds; find the smallest such n
+    while low < high:
+        mid = (low + high) // 2
+        if fits(without(mid)):
+            high = mid
+        else:
+            low = mid + 1
+    return without(low), low
+
+
+def _prompt_or_messages(context) -> str | list[dict]:
+    # The harness hands chat API models a JsonChatStr (a NamedTuple whose `prompt` is the messages as JSON).
+    if isinstance(context, str):
+        return context
+    if isinstance(context, list):  # messages (the multi-turn runner measures a chat before rendering it)
+        return context
+    return json.loads(context.prompt)
+
+
+def _chat_text(messages: list[dict], tokenizer=None) -> str:
+    """A chat as the model's template renders it (with the generation prompt); else its contents joined."""
+    if tokenizer is not None and getattr(tokenizer, "chat_template", None):
+        return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    return "\n".join(str(m.get("content", "")) for m in messages)
+
+
+def _positive_int(value, key: str) -> int:
+    number = value if isinstance(value, int) and not isinstance(value, bool) else None
+    if isinstance(value, str) and value.strip().isdigit():
+        number = int(value)
+    if number is None or number <= 0:
+        raise LengthCheckError(f"Prompt-length check: {key}={value!r} is not a positive number of tokens; "
+                               f"give the model's context length as an integer (e.g. {key}=4096).")
+    return int(number)
+
+
+def _tokenizer_name(metadata: dict) -> str | None:
+    for key in TOKENIZER_KEYS:
+        value = metadata.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
+@lru_cache(maxsize=8)
+def _hf_tokenizer(name: str, trust_remote_code: bool):
+    try:
+        from transformers import AutoTokenizer
+
+        return AutoTokenizer.from_pretrained(name, trust_remote_code=trust_remote_code)
+    except Exception as err:  # noqa: BLE001 -- any loading failure means "not a usable HF tokenizer"
+        log.debug("no Hugging Face tokenizer %r: %s", name, err)
+        return None
+
+
+@dataclass(frozen=True)
+class _Counters:
+    count_tokens: Callable
+    count_pieces: Callable | None = None
+    special_tokens: int = 0
+    bos_text: str | None = None
+
+
+def _hf_counters(tokenizer) -> _Counters:
+    bos = getattr(tokenizer, "bos_token", None)
+
+    def encode(texts: list[str], with_special: bool) -> list[int]:
+        counts = []
+        # in chunks: the token ids of thousands of long prompts at once would take gigabytes
+        for start in range(0, len(texts), COUNT_CHUNK):
+            # verbose=False: a prompt longer than the tokenizer's nominal maximum is what we measure
+            ids = tokenizer(texts[start:start + COUNT_CHUNK], add_special_tokens=with_special, verbose=False,
+                            return_attention_mask=False, return_token_type_ids=False)["input_ids"]
+            counts.extend(map(len, ids))
+        return counts
+
+    def count_tokens(contexts: list[str | list[dict]]) -> list[int]:
+        prompts = [c if isinstance(c, str) else _chat_text(c, tokenizer) for c in contexts]
+        counts: list[int] = [0] * len(prompts)
+        for with_special in (True, False):
+            # a prompt that already starts with the BOS text gets no second one
+            chosen = [i for i, p in enumerate(prompts) if with_special != bool(bos and p.startswith(bos))]
+            for i, n in zip(chosen, encode([prompts[i] for i in chosen], with_special)):
+                counts[i] = n
+        return counts
+
+    special = len(tokenizer("", add_special_tokens=True)["input_ids"])
+    return _Counters(count_tokens, lambda pieces: encode(list(pieces), False), special, bos)
+
+
+def _counters(name: str, trust_remote_code: bool) -> _Counters:
+    tokenizer = _hf_tokenizer(name, trust_remote_code)
+    if tokenizer is not None:
+        return _hf_counters(tokenizer)
+    try:
+        import tiktoken
+
+        encoding = tiktoken.encoding_for_model(name)
+    except Exception:  # noqa: BLE001 -- unknown to tiktoken as well: a user error below
+        raise LengthCheckError(
+            f"Prompt-length check: cannot load a tokenizer for {name!r} (neither a Hugging Face tokenizer available "
+            "here nor an OpenAI model known to tiktoken), so prompt lengths cannot be checked against the context "
+            "length. Give one with --metadata tokenizer=NAME (a local directory or a cached Hugging Face name), or "
+            "drop max_length to run without the check."
+        ) from None
+
+    def count(texts: list) -> list[int]:
+        return [len(tokens) for tokens in encoding.encode_batch(
+            [t if isinstance(t, str) else _chat_text(t) for t in texts], disallowed_special=())]
+
+    return _Counters(count, count)
+
+
+def _window_from_config(pretrained: str, metadata: dict) -> int:
+    from lm_eval.models.utils import resolve_max_length
+    from transformers import AutoConfig
+
+    trust = bool(metadata.get("trust_remote_code", False))
+    try:
+        config = AutoConfig.from_pretrained(pretrained, trust_remote_code=trust)
+    except Exception as err:  # noqa: BLE001 -- reported as a user error with the fix
+        raise LengthCheckError(
+            f"Prompt-length check: cannot read the model config of {pretrained!r} to find its context length ({err}). "
+            "Give it explicitly with max_length=N in --model_args (or --metadata)."
+        ) from None
+    return resolve_max_length(config, _hf_tokenizer(pretrained, trust), default=DEFAULT_MAX_LENGTH)
+
+
+def resolve_budget(metadata: dict) -> LengthBudget | None:
+    """The length budget described by the task metadata, or None when no context length is known."""
+    return budget_from_settings(tuple((key, _hashable(metadata[key])) for key in SETTING_KEYS
+                                      if metadata.get(key) is not None))
+
+
+def _hashable(value):
+    return value if isinstance(value, (str, int, float, bool)) else str(value)
+
+
+@lru_cache(maxsize=16)
+def budget_from_settings(settings: tuple[tuple[str, object], ...]) -> LengthBudget | None:
+    """The budget of :func:`resolve_budget` from the metadata entries that decide it (cached per process)."""
+    metadata = dict(settings)
+    for key in ("max_length", "max_model_len"):
+        if metadata.get(key) is not None:
+            max_length, source = _positive_int(metadata[key], key), f"{key}={metadata[key]}"
+            break
+    else:
+        pretrained = metadata.get("pretrained")
+        if not (isinstance(pretrained, str) and pretrained):
+            return None
+        max_length, source = _window_from_config(pretrained, metadata), f"the model config of {pretrained}"
+    name = _tokenizer_name(metadata)
+    if name is None:
+        raise LengthCheckError(
+            f"Prompt-length check: the context length is {max_length} ({source}) but no tokenizer is named, so prompt "
+            "lengths cannot be checked. Give one with --metadata tokenizer=NAME."
+        )
+    counters = _counters(name, bool(metadata.get("trust_remote_code", False)))
+    return LengthBudget(max_length=max_length, length_source=source, tokenizer_name=name,
+                        count_tokens=counters.count_tokens, count_pieces=counters.count_pieces,
+                        special_tokens=counters.special_tokens, bos_text=counters.bos_text, settings=settings)
