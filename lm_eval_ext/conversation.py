@@ -142,25 +142,31 @@ def run_conversations(requests, generate: Callable[[list], list[str]], chat_temp
     for t in range(1, last + 1):
         active = [cid for cid, turn in longest.items() if turn.turn >= t]
         log.info("conversations: turn %d of %d, %d conversation(s) in one batch", t, last, len(active))
-        batch, prepared = [], []
+        batch, prepared, too_long = [], [], []
         for cid in active:
             # a turn nobody asked for (--limit, --samples, another rank) takes the settings of the next asked turn
             request = asked[cid].get(t) or asked[cid][min(k for k in asked[cid] if k > t)]
             gen_kwargs = copy.deepcopy(request.args[1])
             chat = chat_template if longest[cid].chat else None
-            messages, dropped = _fit(longest[cid], t, answers[cid], gen_kwargs, chat)
+            messages, dropped = _fit(longest[cid], t, answers[cid], gen_kwargs, chat, too_long)
             prepared.append((cid, messages, dropped))
             batch.append(Instance(request_type="generate_until", doc=request.doc, arguments=(render(messages, chat),
                                   gen_kwargs), idx=request.idx, metadata=(request.task_name, request.doc_id,
                                                                           request.repeats)))
+        if too_long:
+            _raise_too_long(too_long, t)
         for (cid, messages, dropped), output in zip(prepared, generate(batch), strict=True):
             results[cid, t] = {"text": output, "turn": t, "messages": messages, "truncated_lines": dropped}
             answers[cid].append(str(output).strip())
     return [results[turn.conversation, turn.turn] for turn in turns]
 
 
-def _fit(turn: Turn, t: int, answers: list[str], gen_kwargs: dict, chat: Callable | None) -> tuple[list[dict], int]:
-    """The messages of turn ``t`` (shortened to fit when the turn allows it) and the document lines dropped."""
+def _fit(turn: Turn, t: int, answers: list[str], gen_kwargs: dict, chat: Callable | None,
+         too_long: list) -> tuple[list[dict], int]:
+    """The messages of turn ``t`` (shortened to fit when the turn allows it) and the document lines dropped.
+
+    A turn that does not fit and may not be shortened is added to ``too_long`` as (turn, verdict, budget).
+    """
     user = list(turn.user[:t])
     messages = turn_messages(turn.system, user, answers)
     budget = budget_from_settings(turn.length) if turn.length else None
@@ -174,10 +180,8 @@ def _fit(turn: Turn, t: int, answers: list[str], gen_kwargs: dict, chat: Callabl
         return messages, 0
     where = f"Turn {t} of {turn.conversation}"
     if turn.overflow != "truncate" or turn.document is None:
-        (verdict,) = budget.verdicts([(render(messages, chat), gen_kwargs)])
-        raise PromptTooLongError(
-            f"{where}: the prompt has {verdict.prompt_tokens} tokens; with max_gen_toks={verdict.max_gen_toks} it "
-            f"does not fit the {budget.describe()}. Nothing of this turn was generated. {turn.too_long_help}")
+        too_long.append((turn, budget.verdicts([(render(messages, chat), gen_kwargs)])[0], budget))
+        return messages, 0
     start, end = turn.document
 
     def with_document(text: str) -> list[dict]:
@@ -189,3 +193,12 @@ def _fit(turn: Turn, t: int, answers: list[str], gen_kwargs: dict, chat: Callabl
         raise PromptTooLongError(f"{err} {turn.too_long_help}") from None
     log.warning("%s did not fit the %s; dropped %d document lines from its middle", where, budget.describe(), dropped)
     return with_document(text), dropped
+
+
+def _raise_too_long(too_long: list, t: int) -> None:
+    turn, verdict, budget = max(too_long, key=lambda item: item[1].prompt_tokens)
+    raise PromptTooLongError(
+        f"{len(too_long)} prompt(s) of turn {t} do not fit the {budget.describe()}: at most "
+        f"{verdict.max_length - verdict.max_gen_toks} prompt tokens leave room for max_gen_toks={verdict.max_gen_toks}, "
+        f"and the longest, turn {t} of {turn.conversation}, has {verdict.prompt_tokens}. Nothing of this turn was "
+        f"generated. {turn.too_long_help}")

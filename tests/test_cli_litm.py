@@ -43,7 +43,7 @@ def test_oracle_closedbook_kv_and_generated_kv(run_cli, tiny_model_dir, data_dir
     for task, key in (("litm_qa_oracle", "acc,first_line"), ("litm_qa_closedbook", "acc,first_line"),
                       ("litm_kv_75keys", "acc,none"), ("litm_kv_140keys", "acc,none"), ("litm_kv_generated", "acc,none")):
         assert 0.0 <= results["results"][task][key] <= 1.0, task
-        assert results["results"][task][key.replace("acc", "skipped_too_long")] == 0, task  # all fit 12,000 tokens
+        assert results["results"][task][key.replace("acc", "prompts_skipped")] == 0, task  # all fit 12,000 tokens
         assert len(samples[task]) == 5
     # KV: --limit 5 takes record 1 at its 4 (75) or 5 (140) positions first
     assert [s["doc"]["gold_index"] for s in samples["litm_kv_75keys"]] == [0, 24, 49, 74, 0]
@@ -69,7 +69,7 @@ def test_partial_20_document_file_at_every_position(run_cli, tiny_model_dir, dat
     results, samples = _outputs(out)
     metrics = results["results"]["litm_qa_20docs"]
     for n in range(1, 21):
-        assert 0.0 <= metrics[f"acc_pos_{n},first_line"] <= 1.0 and metrics[f"skipped_too_long_pos_{n},first_line"] == 0
+        assert 0.0 <= metrics[f"acc_pos_{n},first_line"] <= 1.0 and metrics[f"prompts_skipped_pos_{n},first_line"] == 0
     assert metrics["acc_gap_stderr,first_line"] == "N/A" and "acc_middle_drop,first_line" in metrics
     logged = samples["litm_qa_20docs"]
     assert [s["doc"]["gold_index"] for s in logged] == list(range(20))
@@ -111,14 +111,14 @@ def test_small_context_window_policy(run_cli, tiny_model_dir, data_dir, tmp_path
     assert 0 < sum(long_.values()) < len(logged)  # this window splits the first 12 oracle prompts
     metrics = results["results"]["litm_qa_oracle"]
     if policy == "skip":
-        assert metrics["skipped_too_long,first_line"] == sum(long_.values())
+        assert metrics["prompts_skipped,first_line"] == sum(long_.values())
         for s in logged:
-            assert s["skipped_too_long"] == int(long_[s["doc_id"]])
+            assert s["prompts_skipped"] == int(long_[s["doc_id"]])
             assert (s["resps"] == [[]] and "acc" not in s) if long_[s["doc_id"]] else ("acc" in s and s["resps"][0][0] is not None)
         assert "Left truncation applied" not in proc.stderr  # nothing reached the adapter too long
     else:
-        assert metrics["truncated_too_long,first_line"] == sum(long_.values())
-        assert all("acc" in s and s["truncated_too_long"] == int(long_[s["doc_id"]]) for s in logged)
+        assert metrics["prompts_truncated,first_line"] == sum(long_.values())
+        assert all("acc" in s and s["prompts_truncated"] == int(long_[s["doc_id"]]) for s in logged)
         assert "Left truncation applied" in proc.stderr  # the adapter cut them, as asked, and we counted them
 
 
@@ -178,6 +178,6 @@ def test_openai_compatible_server_with_a_perfect_responder(run_cli, tiny_model_d
     # 2 records x 4 positions, all answered right: every accuracy 1, a flat curve, nothing skipped
     assert metrics["acc,none"] == 1.0 and metrics["acc_pos_50,none"] == 1.0
     assert metrics["acc_gap,none"] == 0.0 and metrics["acc_middle_drop,none"] == 0.0
-    assert metrics["skipped_too_long,none"] == 0
+    assert metrics["prompts_skipped,none"] == 0
     assert len(bodies) == 8 and all(b["max_tokens"] == 100 and b["temperature"] == 0.0 for b in bodies)
     assert bodies[0]["messages"][-1]["content"].startswith("Extract the value corresponding to the specified key")

@@ -90,9 +90,6 @@ def evaluate(task, metadata, **kwargs):
     from lm_eval.tasks import TaskManager
 
     from lm_eval_ext.paths import tasks_dir
-    from lm_eval_ext.plugin import register
-
-    register()
     manager = TaskManager(include_path=str(tasks_dir()), include_defaults=False, metadata=metadata)
     return lm_eval.simple_evaluate(tasks=[task], task_manager=manager, **kwargs)
 

@@ -17,14 +17,14 @@ MAX_LENGTH, MAX_GEN = 1024, 8
 
 
 def test_shorten_middle_by_hand():
-    from lm_eval_ext.elitr.fitting import PromptTooLongError, shorten_middle
+    from lm_eval_ext.prompt_length import PromptTooLongError, shorten_middle
 
     text = "".join(f"{i}\n" for i in range(10))
     # fits when at most 6 lines remain: 4 lines go, from the middle (3, 4, 5, 6)
     assert shorten_middle(text, lambda t: t.count("\n") <= 6) == ("0\n1\n2\n7\n8\n9\n", 4)
     assert shorten_middle(text, lambda t: t.count("\n") <= 5) == ("0\n1\n2\n8\n9\n", 5)
     assert shorten_middle(text, lambda t: True) == (text, 0)
-    with pytest.raises(PromptTooLongError, match="even without its transcript"):
+    with pytest.raises(PromptTooLongError, match="even with the text to shorten left out"):
         shorten_middle(text, lambda t: False)
 
 
@@ -44,14 +44,11 @@ def recorded(monkeypatch):
     return calls
 
 
-def evaluate(tiny_model_dir, task, samples, *, overflow=None, runner=False, judge_url=None):
+def evaluate(tiny_model_dir, task, samples, *, overflow=None, judge_url=None):
     import lm_eval
     from lm_eval.tasks import TaskManager
 
     from lm_eval_ext.paths import tasks_dir
-    from lm_eval_ext.plugin import register
-
-    register()
     model_args = {"pretrained": str(tiny_model_dir), "dtype": "float32", "device": "cpu", "max_length": MAX_LENGTH}
     # the CLI passes the model arguments to the tasks as metadata; an in-process TaskManager needs them given
     metadata = {**model_args, **({"overflow": overflow} if overflow else {})}
@@ -59,7 +56,7 @@ def evaluate(tiny_model_dir, task, samples, *, overflow=None, runner=False, judg
         metadata |= {"judge_base_url": judge_url, "judge_api_key_env": KEY_ENV, "judge_cache": "none"}
     manager = TaskManager(include_path=str(tasks_dir()), include_defaults=False, metadata=metadata)
     return lm_eval.simple_evaluate(
-        model="ext-multiturn" if runner else "hf", model_args={"inner_model": "hf", **model_args} if runner else model_args,
+        model="hf", model_args=model_args,
         tasks=[task], task_manager=manager, samples={task: samples}, predict_only=judge_url is None,
         gen_kwargs={"max_gen_toks": MAX_GEN, "suppress_tokens": [0, 1, 2, 3]})
 
@@ -71,11 +68,11 @@ def prompt_tokens(tiny_model_dir, prompt: str) -> int:
 
 
 def test_single_turn_stops_before_generating(tiny_model_dir, data_dir, recorded):
-    from lm_eval_ext.elitr.fitting import PromptTooLongError
+    from lm_eval_ext.prompt_length import PromptTooLongError
 
     with pytest.raises(PromptTooLongError, match=r"overflow=truncate") as info:
         evaluate(tiny_model_dir, "elitr_bench_qa_dev_st", [17])
-    assert "meeting_en_dev_002 question 1" in str(info.value) and "context of 1024" in str(info.value)
+    assert "meeting_en_dev_002 question 1" in str(info.value) and "context length 1024" in str(info.value)
     assert recorded == []
 
 
@@ -83,38 +80,38 @@ def test_single_turn_truncation_is_visible_and_counted(tiny_model_dir, data_dir,
     monkeypatch.setenv(KEY_ENV, "sk-overflow-test-key-0123456789abcdef")
     with StubOpenAIServer(text="\\boxed{5}") as srv:
         out = evaluate(tiny_model_dir, "elitr_bench_qa_dev_st", [17, 18], overflow="truncate", judge_url=srv.base_url)
-    assert out["results"]["elitr_bench_qa_dev_st"]["truncated,judge"] == 2
+    assert out["results"]["elitr_bench_qa_dev_st"]["prompts_truncated,judge"] == 2
     transcript = (data_dir / "elitr_bench/ELITR-minuting-corpus/elitr-minuting-corpus-en/dev/meeting_en_dev_002/"
                   "transcript_MAN_annot16.txt").read_text().splitlines(keepends=True)
     (prompts,) = recorded
     for prompt, sample in zip(prompts, out["samples"]["elitr_bench_qa_dev_st"]):
         assert prompt_tokens(tiny_model_dir, prompt) + MAX_GEN <= MAX_LENGTH
-        dropped = sample["doc"]["truncated_lines"]
-        kept = len(transcript) - dropped
-        assert 0 < dropped < len(transcript)
-        # instructions, start and end of the meeting kept; the middle lines are gone
-        head, tail = "".join(transcript[: (kept + 1) // 2]), "".join(transcript[len(transcript) - kept // 2:])
-        assert prompt.startswith("The following is the transcript of a meeting") and head + tail in prompt
+        assert sample["prompts_truncated"] == 1 and sample["arguments"][0][0] == prompt  # the log shows what was sent
+        # instructions, start and end of the meeting kept; the fewest lines of the middle gone
+        kept = max(k for k in range(len(transcript))
+                   if "".join(transcript[: (k + 1) // 2]) + "".join(transcript[len(transcript) - k // 2:]) in prompt)
+        assert 0 < kept < len(transcript)
+        assert prompt.startswith("The following is the transcript of a meeting")
         assert prompt.endswith("provided transcript.\n\n\n\n" + sample["doc"]["question"])
 
 
 def test_multi_turn_stops_before_generating(tiny_model_dir, data_dir, recorded):
-    from lm_eval_ext.elitr.fitting import PromptTooLongError
+    from lm_eval_ext.prompt_length import PromptTooLongError
 
     with pytest.raises(PromptTooLongError, match=r"2 prompt\(s\) of turn 1 do not fit .* at most 1016 prompt tokens"):
-        evaluate(tiny_model_dir, "elitr_bench_qa_dev_mt", [0, 17], runner=True)
+        evaluate(tiny_model_dir, "elitr_bench_qa_dev_mt", [0, 17])
     assert recorded == []
 
 
 def test_multi_turn_truncation_per_turn(tiny_model_dir, data_dir, recorded):
-    out = evaluate(tiny_model_dir, "elitr_bench_qa_dev_mt", [0, 1, 17, 18], overflow="truncate", runner=True)
+    out = evaluate(tiny_model_dir, "elitr_bench_qa_dev_mt", [0, 1, 17, 18], overflow="truncate")
     assert [len(call) for call in recorded] == [2, 2]
     for prompt in (p for call in recorded for p in call):
         assert prompt_tokens(tiny_model_dir, prompt) + MAX_GEN <= MAX_LENGTH
     samples = out["samples"]["elitr_bench_qa_dev_mt"]
-    assert all(s["doc"]["truncated_lines"] > 0 for s in samples)
+    assert all(s["resps"][0][0]["truncated_lines"] > 0 for s in samples)
     # turn 2's context: the (shortened) first message, the model's own answer, the second question
-    turn2 = samples[1]["doc"]["conversation"]
+    turn2 = samples[1]["resps"][0][0]["messages"]
     assert [m["role"] for m in turn2] == ["user", "assistant", "user"]
     assert recorded[1][0] == "".join(m["content"] for m in turn2)
     assert re.search(r"transcript\.\n\n\n\nWho were the participants of the meeting\?$", turn2[0]["content"])

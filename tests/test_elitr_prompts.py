@@ -32,24 +32,19 @@ def asked_questions(examples, qa_markers: bool) -> list[str]:
     return [examples["st", qa_markers, i]["prompt"].rsplit("\n\n\n\n", 1)[1] for i in range(3)]
 
 
-def run(tmp_path, task, *, multiturn=False, qa_markers=False, chat=False, system=None, rules=None):
+def run(tmp_path, task, *, qa_markers=False, chat=False, system=None, rules=None):
     """Evaluate ``task`` on meeting_en_dev_002's first three questions (answers only); (output, calls)."""
     import lm_eval
     from lm_eval.tasks import TaskManager
 
     from lm_eval_ext.paths import tasks_dir
-    from lm_eval_ext.plugin import register
-
-    register()
     responses, calls = tmp_path / "responses.json", tmp_path / "calls.jsonl"
     responses.write_text(json.dumps({"rules": rules or [], "default": "an answer"}), encoding="utf-8")
     model_args = {"responses": str(responses), "calls_log": str(calls)}
-    if multiturn:
-        model_args = {"inner_model": "ext-canned-gen", **model_args}
     manager = TaskManager(include_path=str(tasks_dir()), include_defaults=False,
                           metadata={"qa_markers": qa_markers})
     out = lm_eval.simple_evaluate(
-        model="ext-multiturn" if multiturn else "ext-canned-gen", model_args=model_args, tasks=[task],
+        model="ext-canned-gen", model_args=model_args, tasks=[task],
         task_manager=manager, samples={task: MEETING_002}, predict_only=True, apply_chat_template=chat,
         system_instruction=system)
     return out, [json.loads(line) for line in calls.read_text(encoding="utf-8").splitlines()]
@@ -102,13 +97,13 @@ def test_single_turn_raw_prompts_are_the_authors(examples, data_dir, tmp_path, q
 
 @pytest.mark.parametrize("qa_markers", [False, True])
 def test_multi_turn_raw_prompts_are_the_authors(examples, data_dir, tmp_path, qa_markers):
-    out, calls = run(tmp_path, "elitr_bench_qa_dev_mt", multiturn=True, qa_markers=qa_markers,
+    out, calls = run(tmp_path, "elitr_bench_qa_dev_mt", qa_markers=qa_markers,
                      rules=answer_rules(examples, qa_markers))
     # one model call per turn; turn k's prompt holds the model's own answers to turns 1..k-1
     assert [call["prompts"] for call in calls] == [[examples["mt", qa_markers, i]["prompt"]] for i in range(3)]
     assert examples["mt", qa_markers, 2]["earlier_answers"] == ["ANSWER-1", "ANSWER-2"]
     samples = out["samples"]["elitr_bench_qa_dev_mt"]
-    assert [s["resps"][0][0] for s in samples] == ["ANSWER-1", "ANSWER-2", "ANSWER-3"]
+    assert [s["resps"][0][0]["text"] for s in samples] == ["ANSWER-1", "ANSWER-2", "ANSWER-3"]
     assert [s["doc"]["turn"] for s in samples] == [1, 2, 3]
 
 
@@ -136,18 +131,18 @@ def test_single_turn_chat_template(examples, data_dir, tmp_path, qa_markers):
 
 @pytest.mark.parametrize("qa_markers", [False, True])
 def test_multi_turn_chat_template_messages(examples, data_dir, tmp_path, qa_markers):
-    out, calls = run(tmp_path, "elitr_bench_qa_dev_mt", multiturn=True, qa_markers=qa_markers, chat=True,
+    out, calls = run(tmp_path, "elitr_bench_qa_dev_mt", qa_markers=qa_markers, chat=True,
                      rules=answer_rules(examples, qa_markers))
     assert [call["prompts"] for call in calls] == [
         [canned_chat(expected_messages(examples, qa_markers, turn))] for turn in (1, 2, 3)]
     samples = out["samples"]["elitr_bench_qa_dev_mt"]
     # the sample log carries the conversation each answer was generated from
-    assert [s["doc"]["conversation"] for s in samples] == [expected_messages(examples, qa_markers, t) for t in (1, 2, 3)]
+    assert [s["resps"][0][0]["messages"] for s in samples] == [expected_messages(examples, qa_markers, t) for t in (1, 2, 3)]
 
 
 def test_system_instruction_leads_the_conversation(examples, data_dir, tmp_path):
     system = "You are a meeting assistant."
-    _, calls = run(tmp_path, "elitr_bench_qa_dev_mt", multiturn=True, chat=True, system=system,
+    _, calls = run(tmp_path, "elitr_bench_qa_dev_mt", chat=True, system=system,
                    rules=answer_rules(examples, False))
     assert calls[1]["prompts"] == [canned_chat(expected_messages(examples, False, 2, system))]
     (tmp_path / "raw").mkdir()

@@ -17,7 +17,7 @@ def write_results(path, score, failures, pvalue):
 
 
 def test_summary_by_hand(tmp_path):
-    from lm_eval_ext.elitr.seeds import format_summary, summarize
+    from lm_eval_ext.elitr.seed_summary import format_summary, summarize
 
     files = [write_results(tmp_path / f"results_{i}.json", s, f, p)
              for i, (s, f, p) in enumerate([(6.0, 0, 0.2), (7.0, 1, math.nan), (8.0, 2, 0.4)])]
@@ -34,7 +34,7 @@ def test_summary_by_hand(tmp_path):
 
 
 def test_api_models_get_the_seed_in_their_arguments():
-    from lm_eval_ext.elitr.seeds import seed_arguments
+    from lm_eval_ext.commands.seeds import seed_arguments
 
     api = ["--model", "local-chat-completions", "--model_args", "base_url=http://h/v1/chat/completions,model=m",
            "--tasks", "elitr_bench_qa_test2_st"]

@@ -3,11 +3,14 @@
 The answering model is ``ext-canned-gen`` (in-process and ``lm-eval-ext run``) or the harness's
 ``local-chat-completions`` against the stub (plain ``lm_eval run``, which cannot see plugin models).
 Expected numbers, by hand: France -> "Paris" is judged \\boxed{9}, Italy -> "Milan" \\boxed{2}, Spain ->
-"no idea" gets replies without a score (a judge failure). score = (9 + 2) / 2 = 5.5, judge_failures = 1.
+"no idea" gets replies without a score (a judge failure): score = NaN (judging is incomplete; never the
+mean of the two others), judge_failures = 1. With a judge that scores "no idea" \\boxed{1}: score =
+(9 + 2 + 1) / 3 = 4.0, judge_failures = 0.
 """
 from __future__ import annotations
 
 import json
+import math
 import re
 from pathlib import Path
 
@@ -44,22 +47,26 @@ filter_list:
         question_field: question
         reference_field: answer
         model: yaml-judge-model
-process_results: !function lm_eval_ext.judge.harness.process_results
 metric_list:
   - {{metric: score, aggregation: mean, higher_is_better: true}}
-  - {{metric: judge_failures, aggregation: !function lm_eval_ext.judge.harness.count, higher_is_better: false}}
+  - {{metric: judge_failures, aggregation: !function lm_eval_ext.metrics.aggregations.count, higher_is_better: false}}
 metadata:
   version: 1.0
 """
 
 
-def judge_or_answer(request: dict) -> str:
+def judge_or_answer(request: dict, verdicts: dict = VERDICTS) -> str:
     """The stub plays both roles: the judge (rubric prompt) and, for plain lm_eval, the answering model."""
     prompt = request["messages"][-1]["content"]
     if prompt.startswith("### Task description:"):
         response = re.search(r"### Response to evaluate:\n(.*?)\n\n###", prompt, re.S).group(1)
-        return VERDICTS[response]
+        return verdicts[response]
     return next(answer for country, answer in ANSWERS.items() if country in prompt)
+
+
+def judge_scoring_all(request: dict) -> str:
+    """A judge that scores every answer ("no idea" gets 1)."""
+    return judge_or_answer(request, {**VERDICTS, "no idea": "Not an answer. \\boxed{1}"})
 
 
 @pytest.fixture
@@ -79,10 +86,6 @@ def task_dir(tmp_path) -> Path:
 def _evaluate(task_dir: Path, task: str, metadata: dict, **kwargs):
     import lm_eval
     from lm_eval.tasks import TaskManager
-
-    from lm_eval_ext.plugin import register
-
-    register()
     manager = TaskManager(include_path=str(task_dir), include_defaults=False, metadata=metadata)
     return lm_eval.simple_evaluate(model="ext-canned-gen", model_args=f"responses={task_dir.parent / 'responses.json'}",
                                    tasks=[task], task_manager=manager, log_samples=True, **kwargs)
@@ -100,7 +103,7 @@ def test_judged_task_in_process(task_dir, tmp_path, monkeypatch):
                         random_seed=2025, numpy_random_seed=2025, torch_random_seed=2025, fewshot_random_seed=2025)
         bodies, port = [r["body"] for r in srv.requests], srv.port
     metrics = out["results"]["judged_toy"]
-    assert metrics["score,judge"] == 5.5
+    assert math.isnan(metrics["score,judge"])  # one answer could not be judged: no score for the task
     assert metrics["judge_failures,judge"] == 1
     # one batch after generation: 3 first asks + 2 re-asks for the unscorable answer
     assert len(bodies) == 5
@@ -111,35 +114,43 @@ def test_judged_task_in_process(task_dir, tmp_path, monkeypatch):
         "judge": "rubric10", "model": "meta-judge", "base_url_host": f"127.0.0.1:{port}",
         "template": "judge_gpt4_rubric_en.txt", "temperature": 0.6, "top_p": 0.9, "seed": 2025}
     assert re.fullmatch(r"[0-9a-f]{64}", record["template_sha256"])
-    assert record["run"]["scored"] == 2 and record["run"]["failures"] == {"unparseable": 1}
     samples = {s["doc"]["question"]: s for s in out["samples"]["judged_toy"]}
     france = samples["Capital of France?"]
     assert france["resps"] == [["Paris"]]
     assert france["filtered_resps"][0]["score"] == 9.0 and france["score"] == 9.0
     spain = samples["Capital of Spain?"]
     assert spain["filtered_resps"][0]["status"] == "failed" and spain["judge_failures"] == 1
-    assert "score" not in spain and len(spain["filtered_resps"][0]["judge_outputs"]) == 3
+    assert math.isnan(spain["score"]) and len(spain["filtered_resps"][0]["judge_outputs"]) == 3
 
 
-def test_plain_task_class_takes_env_and_yaml(task_dir, tmp_path, monkeypatch):
-    """Without JudgedTask the filter still works: settings from LM_EVAL_EXT_JUDGE_* and the YAML."""
+def test_a_fully_judged_task_has_its_mean_score(task_dir, tmp_path, monkeypatch):
+    monkeypatch.setenv(KEY_ENV, FAKE_KEY)
+    with StubOpenAIServer(responder=judge_scoring_all) as srv:
+        out = _evaluate(task_dir, "judged_toy", _judge_metadata(srv, tmp_path))
+    assert out["results"]["judged_toy"]["score,judge"] == 4.0
+    assert out["results"]["judged_toy"]["judge_failures,judge"] == 0
+
+
+def test_judge_filter_outside_a_judged_task_is_an_error(task_dir, tmp_path, monkeypatch):
+    """No silent defaults: without JudgedTask the filter would miss the run's --metadata judge options."""
+    from lm_eval_ext.errors import UserError
+
     monkeypatch.setenv(KEY_ENV, FAKE_KEY)
     with StubOpenAIServer(responder=judge_or_answer) as srv:
         monkeypatch.setenv("LM_EVAL_EXT_JUDGE_BASE_URL", srv.base_url)
-        monkeypatch.setenv("LM_EVAL_EXT_JUDGE_API_KEY_ENV", KEY_ENV)
-        monkeypatch.setenv("LM_EVAL_EXT_JUDGE_CACHE", str(tmp_path / "cache.sqlite"))
-        out = _evaluate(task_dir, "judged_toy_plain", {})
-        assert {r["body"]["model"] for r in srv.requests} == {"yaml-judge-model"}
-    assert out["results"]["judged_toy_plain"]["score,judge"] == 5.5
-    assert out["results"]["judged_toy_plain"]["judge_failures,judge"] == 1
+        with pytest.raises(UserError, match="JudgedTask"):
+            _evaluate(task_dir, "judged_toy_plain", {})
+        assert not [r for r in srv.requests if r["body"]["messages"][-1]["content"].startswith("###")]
 
 
-def test_dry_run_through_metadata(task_dir, tmp_path, monkeypatch):
+def test_dry_run_through_metadata(task_dir, tmp_path, monkeypatch, caplog):
     with StubOpenAIServer(responder=judge_or_answer) as srv:
-        out = _evaluate(task_dir, "judged_toy", _judge_metadata(srv, tmp_path, judge_dry_run=True))
+        with caplog.at_level("INFO", logger="lm_eval_ext.judge.harness"):
+            out = _evaluate(task_dir, "judged_toy", _judge_metadata(srv, tmp_path, judge_dry_run=True))
         assert srv.call_count == 0
-    assert "score,judge" not in out["results"]["judged_toy"]
-    assert out["configs"]["judged_toy"]["metadata"]["judge"]["run"]["dry_run_calls_needed"] == 3
+    assert math.isnan(out["results"]["judged_toy"]["score,judge"])  # nothing judged
+    assert out["results"]["judged_toy"]["judge_failures,judge"] == 0
+    assert "'dry_run_calls_needed': 3" in caplog.text
 
 
 def _assert_no_key(paths: list[Path], *texts: str) -> None:
@@ -171,7 +182,7 @@ def test_lm_eval_ext_run_and_secrets(task_dir, tmp_path, run_cli):
         assert proc.returncode == 0, proc.stderr[-3000:]
         assert all(r["headers"]["authorization"] == f"Bearer {FAKE_KEY}" for r in srv.requests)
     results, samples = _results(out, "judged_toy")
-    assert results["results"]["judged_toy"]["score,judge"] == 5.5
+    assert math.isnan(results["results"]["judged_toy"]["score,judge"])
     assert results["results"]["judged_toy"]["judge_failures,judge"] == 1
     assert len(samples) == 3 and "judge judged_toy" in proc.stderr
     _assert_no_key([out, tmp_path / "judge_cache.sqlite", task_dir], proc.stdout, proc.stderr)
@@ -193,7 +204,7 @@ def test_plain_lm_eval_run_with_api_model(task_dir, tmp_path, run_cli):
         judge_models = {r["body"]["model"] for r in srv.requests if r["body"]["messages"][-1]["content"].startswith("###")}
     assert judge_models == {"cli-judge"}
     results, _ = _results(out, "judged_toy")
-    assert results["results"]["judged_toy"]["score,judge"] == 5.5
+    assert math.isnan(results["results"]["judged_toy"]["score,judge"])
     assert results["results"]["judged_toy"]["judge_failures,judge"] == 1
     assert results["configs"]["judged_toy"]["metadata"]["judge"]["model"] == "cli-judge"
     _assert_no_key([out, tmp_path / "judge_cache.sqlite"], proc.stdout, proc.stderr)
@@ -221,12 +232,14 @@ def test_unreachable_judge_in_a_run_is_one_paragraph(task_dir, tmp_path, run_cli
 def test_filter_keeps_the_response_shape_and_takes_field_functions(tmp_path, monkeypatch):
     """A list of responses (repeats) stays a list of results; fields may be functions of the document."""
     from lm_eval_ext.judge.harness import JudgeFilter
+    from lm_eval_ext.task_base import RunContext
 
     monkeypatch.setenv(KEY_ENV, FAKE_KEY)
     docs = [{"q": "Capital of France?", "a": "Paris"}, {"q": "Capital of Italy?", "a": "Rome"}]
     with StubOpenAIServer(responder=judge_or_answer) as srv:
         judge_filter = JudgeFilter(question_field="q", reference_field=lambda doc: doc["a"].upper(),
-                                   base_url=srv.base_url, api_key_env=KEY_ENV, cache=str(tmp_path / "c.sqlite"))
+                                   base_url=srv.base_url, api_key_env=KEY_ENV, cache=str(tmp_path / "c.sqlite"),
+                                   run=RunContext(task="toy"))
         out = judge_filter.apply([["Paris", "Milan"], "Milan"], docs)
         prompts = [r["body"]["messages"][-1]["content"] for r in srv.requests]
     assert [r["score"] for r in out[0]] == [9.0, 2.0] and out[1]["score"] == 2.0

@@ -60,9 +60,6 @@ def evaluate(table: Path, tasks: list[str]) -> dict:
     from lm_eval.tasks import TaskManager
 
     from lm_eval_ext.paths import tasks_dir
-    from lm_eval_ext.plugin import register
-
-    register()
     manager = TaskManager(include_path=str(tasks_dir()), include_defaults=False)
     return lm_eval.simple_evaluate(
         model="ext-loglik-table", model_args=f"table={table}", tasks=tasks, task_manager=manager, log_samples=True

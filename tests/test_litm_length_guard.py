@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from lm_eval_ext.errors import UserError
-from lm_eval_ext.length_guard import LengthBudget, resolve_budget
+from lm_eval_ext.prompt_length import LengthBudget, resolve_budget
 
 
 def words(prompts):

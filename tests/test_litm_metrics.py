@@ -37,9 +37,6 @@ def evaluate(tmp_path: Path, tasks: list[str], rules: list[dict], default: str, 
     from lm_eval.tasks import TaskManager
 
     from lm_eval_ext.paths import tasks_dir
-    from lm_eval_ext.plugin import register
-
-    register()
     responses, calls = tmp_path / "responses.json", tmp_path / "calls.jsonl"
     responses.write_text(json.dumps({"rules": rules, "default": default}))
     manager = TaskManager(include_path=str(tasks_dir()), include_defaults=False, metadata=metadata)
@@ -54,6 +51,15 @@ def metrics(results: dict, task: str) -> dict:
             if "," in key and "_stderr" not in key}
 
 
+def counts(positions, skipped=None, truncated=None) -> dict:
+    """The length counters every document reports: totals and per 1-based position (zero unless given)."""
+    skipped, truncated = skipped or {}, truncated or {}
+    out = {"prompts_skipped": sum(skipped.values()), "prompts_truncated": sum(truncated.values())}
+    for p in positions:
+        out |= {f"prompts_skipped_pos_{p}": skipped.get(p, 0), f"prompts_truncated_pos_{p}": truncated.get(p, 0)}
+    return out
+
+
 def check(got: dict, expected: dict) -> None:
     assert set(got) == set(expected), f"metrics {sorted(got)} != {sorted(expected)}"
     for name, value in expected.items():
@@ -66,7 +72,7 @@ QA_CORRECT = {0: {0, 1, 2, 3}, 4: {0, 1, 2}, 9: {0}, 14: {0, 1}, 19: {0, 1, 2}}
 # acc_pos_1 4/4 = 1, acc_pos_5 3/4, acc_pos_10 1/4, acc_pos_15 2/4, acc_pos_20 3/4; acc 13/20;
 # acc_gap 1 - 0.25 = 0.75; acc_middle_drop (1 + 0.75) / 2 - min(0.75, 0.25, 0.5) = 0.625.
 QA_EXPECTED = {"acc": 13 / 20, "acc_pos_1": 1.0, "acc_pos_5": 0.75, "acc_pos_10": 0.25, "acc_pos_15": 0.5,
-               "acc_pos_20": 0.75, "acc_gap": 0.75, "acc_middle_drop": 0.625}
+               "acc_pos_20": 0.75, "acc_gap": 0.75, "acc_middle_drop": 0.625, **counts((1, 5, 10, 15, 20))}
 
 
 def test_qa_position_metrics_exact(data_dir, tmp_path):
@@ -102,7 +108,7 @@ KV_CORRECT = {0: {0, 1, 2}, 24: {1}, 49: set(), 74: {0, 2}}
 # acc_pos_1 3/3, acc_pos_25 1/3, acc_pos_50 0/3, acc_pos_75 2/3; acc 6/12 = 0.5; gap 1 - 0 = 1;
 # middle drop (1 + 2/3) / 2 - 0 = 5/6.
 KV_EXPECTED = {"acc": 0.5, "acc_pos_1": 1.0, "acc_pos_25": 1 / 3, "acc_pos_50": 0.0, "acc_pos_75": 2 / 3,
-               "acc_gap": 1.0, "acc_middle_drop": 5 / 6}
+               "acc_gap": 1.0, "acc_middle_drop": 5 / 6, **counts((1, 25, 50, 75))}
 
 
 def test_kv_position_metrics_exact(data_dir, tmp_path):
@@ -130,7 +136,8 @@ def test_two_positions_have_a_gap_but_no_middle_drop_on_generated_data(tmp_path)
              {"contains": "{" + f'"{records[1]["key"]}"', "response": records[1]["value"]}]
     results, _ = evaluate(tmp_path, ["litm_kv_generated"], rules, "no",
                           {"litm_kv_pairs": 6, "litm_kv_examples": 2, "litm_kv_seed": 5, "litm_positions": [0, 5]})
-    check(metrics(results, "litm_kv_generated"), {"acc": 0.75, "acc_pos_1": 1.0, "acc_pos_6": 0.5, "acc_gap": 0.5})
+    check(metrics(results, "litm_kv_generated"), {"acc": 0.75, "acc_pos_1": 1.0, "acc_pos_6": 0.5, "acc_gap": 0.5,
+                                                  **counts((1, 6))})
     assert results["n-samples"]["litm_kv_generated"] == {"original": 4, "effective": 4}
 
 
@@ -140,10 +147,11 @@ def test_too_long_prompts_are_skipped_never_sent_and_counted(data_dir, tmp_path,
     results, calls = evaluate(tmp_path, ["litm_qa_20docs"], [], "unused",
                               {"litm_qa_file": str(Path(data_dir) / PARTIAL), "pretrained": str(tiny_model_dir)}, limit=10)
     # 2 questions x 5 positions, all skipped; no accuracy at all (no sentinel)
-    check(metrics(results, "litm_qa_20docs"), {"skipped_too_long": 10, **{f"skipped_too_long_pos_{p}": 2 for p in (1, 5, 10, 15, 20)}})
+    positions = (1, 5, 10, 15, 20)
+    check(metrics(results, "litm_qa_20docs"), counts(positions, skipped=dict.fromkeys(positions, 2)))
     assert calls == []
     sample = results["samples"]["litm_qa_20docs"][0]
-    assert sample["resps"] == [[]] and sample["filtered_resps"] == [None] and sample["skipped_too_long"] == 1
+    assert sample["resps"] == [[None]] and sample["filtered_resps"] == [None] and sample["prompts_skipped"] == 1
     assert sample["arguments"][0][0].startswith("Write a high-quality answer")  # the prompt is logged all the same
 
 
@@ -170,13 +178,14 @@ def test_length_policy_on_mixed_lengths(data_dir, tmp_path, tiny_model_dir, poli
     got = metrics(results, "litm_qa_oracle")
     sent = [p for call in calls for p in call["prompts"]]
     if policy == "skip":
-        assert got["skipped_too_long"] == sum(too_long) and "truncated_too_long" not in got
+        assert got["prompts_skipped"] == sum(too_long) and got["prompts_truncated"] == 0
         assert sent == [e["prompt"] for e, long_ in zip(examples, too_long) if not long_]
     else:
-        assert got["truncated_too_long"] == sum(too_long) and "skipped_too_long" not in got
+        assert got["prompts_truncated"] == sum(too_long) and got["prompts_skipped"] == 0
         assert sent == [e["prompt"] for e in examples]  # all sent; the adapter cuts the long ones
     assert got["acc"] == 0.0
-    flags = {s["doc"]["question"]: s.get("skipped_too_long", s.get("truncated_too_long")) for s in results["samples"]["litm_qa_oracle"]}
+    counter = "prompts_skipped" if policy == "skip" else "prompts_truncated"
+    flags = {s["doc"]["question"]: s[counter] for s in results["samples"]["litm_qa_oracle"]}
     assert flags == {e["question"]: int(long_) for e, long_ in zip(examples, too_long)}
 
 
@@ -201,7 +210,7 @@ def test_chat_template_wraps_the_prompt_and_is_what_gets_measured(tmp_path, tiny
     window = n_templated + 100 - 1
     results, calls = evaluate(tmp_path, ["litm_qa_closedbook"], [], "unused",
                               {"max_length": window, "tokenizer": str(tiny_model_dir)}, limit=1, apply_chat_template=True)
-    assert results["results"]["litm_qa_closedbook"]["skipped_too_long,first_line"] == 1 and calls == []
+    assert results["results"]["litm_qa_closedbook"]["prompts_skipped,first_line"] == 1 and calls == []
     results, calls = evaluate(tmp_path, ["litm_qa_closedbook"], [], "unused",
                               {"max_length": window + 1, "tokenizer": str(tiny_model_dir)}, limit=1, apply_chat_template=True)
     assert calls[0]["prompts"] == [templated]

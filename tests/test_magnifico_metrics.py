@@ -39,9 +39,6 @@ def evaluate(responses: Path, tasks: list[str], metadata: dict) -> dict:
     from lm_eval.tasks import TaskManager
 
     from lm_eval_ext.paths import tasks_dir
-    from lm_eval_ext.plugin import register
-
-    register()
     manager = TaskManager(include_path=str(tasks_dir()), include_defaults=False, metadata=metadata)
     return lm_eval.simple_evaluate(model="ext-canned-gen", model_args=f"responses={responses}", tasks=tasks,
                                    task_manager=manager, log_samples=True, confirm_run_unsafe_code=True)
@@ -87,8 +84,9 @@ def test_ex_ex_base_and_rel_perf_with_cap_and_threshold(data_dir, tmp_path):
     assert "rel_perf_basic" not in got  # no basic interpretation in this run
     assert got["ex"] == pytest.approx(47 / 69)
     assert got["ex_base"] == pytest.approx(27 / 69)
-    assert got["em"] == 0
-    assert got["excluded_db_missing"] == 0 and got["excluded_gold_error"] == 0
+    assert got["em"] == 0 and got["prompts_truncated"] == 0
+    excluded = results["configs"]["magnifico_direct_plausible"]["metadata"]["excluded"]
+    assert excluded == {"db_missing": 0, "gold_error": 0, "items": 138, "missing_databases": {}}
 
     samples = results["samples"]["magnifico_direct_plausible"]
     assert len(samples) == 2 * 69
@@ -136,15 +134,17 @@ def test_items_with_failing_gold_or_missing_database_are_excluded_and_counted(da
     with caplog.at_level("INFO"):
         phrase = evaluate(responses, ["magnifico_phrase_direct"], {"interpretations": "dock_count,not_intern"})
         base = evaluate(responses, ["magnifico_direct_base"], {"interpretations": "maximum"})
-    got = metrics(phrase, "magnifico_phrase_direct")
-    assert got["excluded_gold_error"] == failing and got["excluded_db_missing"] == 0
+    # the exclusions are facts of the data, recorded with the task's results (the same on every rank)
+    excluded = phrase["configs"]["magnifico_phrase_direct"]["metadata"]["excluded"]
+    assert (excluded["gold_error"], excluded["db_missing"], excluded["items"]) == (failing, 0, 2 * (15 + 20))
     assert len(phrase["samples"]["magnifico_phrase_direct"]) == 2 * (15 + 20) - failing
-    got = metrics(base, "magnifico_direct_base")
-    assert got["excluded_db_missing"] == missing and got["excluded_gold_error"] == 0
+    excluded = base["configs"]["magnifico_direct_base"]["metadata"]["excluded"]
+    assert excluded == {"db_missing": missing, "gold_error": 0, "items": 113, "missing_databases": {"baseball_1": missing}}
     assert len(base["samples"]["magnifico_direct_base"]) == 113 - missing
+    got = metrics(base, "magnifico_direct_base")
     assert "ex_base" not in got and "rel_perf" not in got  # a base task has no base to compare with
-    summaries = [r.getMessage() for r in caplog.records if "excluded" in r.getMessage()]
-    assert any(f"excluded {missing} whose Spider database is missing (baseball_1 x{missing})" in m for m in summaries)
+    summaries = [r.getMessage() for r in caplog.records if "left out" in r.getMessage()]
+    assert any(f"left out {missing} whose Spider database is missing (baseball_1 x{missing})" in m for m in summaries)
     assert any(f"and {failing} whose gold query does not execute" in m for m in summaries)
 
 

@@ -82,7 +82,6 @@ def test_the_model_receives_exactly_these_prompts_through_the_harness(data_dir, 
     from lm_eval.tasks import TaskManager
 
     from lm_eval_ext.paths import tasks_dir
-    from lm_eval_ext.plugin import register
 
     chosen = {  # (task, interpretation) -> example index in the jsonl
         ("magnifico_description_mid_foreign", "end_start_date"): 8,
@@ -93,7 +92,6 @@ def test_the_model_receives_exactly_these_prompts_through_the_harness(data_dir, 
     examples = _examples()
     responses = tmp_path / "responses.json"
     responses.write_text(json.dumps({"rules": [], "default": "1"}))
-    register()
     for (task, interpretation), index in chosen.items():
         example = examples[index]
         assert example["interpretation"] == interpretation

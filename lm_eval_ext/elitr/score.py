@@ -69,7 +69,7 @@ def scores_by_model(answers: list[Answer], verdicts: list[tuple[float | None, bo
     report = []
     for model, values in per_model.items():
         metrics = {k: v for k, v in aggregate(values).items() if not (isinstance(v, float) and math.isnan(v))}
-        report.append(ModelScores(model, n_answers=len(values), n_scored=sum("score" in v for v in values),
+        report.append(ModelScores(model, n_answers=len(values), n_scored=sum(not math.isnan(v["score"]) for v in values),
                                   metrics={k: metrics[k] for k in METRICS if k in metrics}))
     return report
 

@@ -132,11 +132,12 @@ class JudgedTask(ExtTask):
         return {}
 
     def apply_filters(self):
-        """Record the judge's configuration, then judge (unless --predict_only)."""
-        if not self.predict_only:
-            config = judge_config(self.run_context(), self.judge_options())
+        """Judge (unless --predict_only), then record the judge's configuration."""
+        config = None if self.predict_only else judge_config(self.run_context(), self.judge_options())
+        instances = super().apply_filters()
+        if config is not None:  # after judging: `judge` in the metadata is also the judge option's name
             self.record_run_info(judge=config_record(config, judge_spec(config)))
-        return super().apply_filters()
+        return instances
 
     def document_metrics(self, doc: dict, results: list) -> dict:
         """``score`` and ``judge_failures`` of the document's one judged response."""

@@ -89,6 +89,7 @@ class LitmTask(ExtTask):
         """Measure every prompt; withhold the over-long ones under the ``skip`` policy (module docstring)."""
         self._verdicts = {}
         if self.budget is None:
+            self.record_run_info(prompt_length="not checked (no context length known)")
             log.warning("%s: prompt lengths are NOT checked (no context length in --model_args/--metadata); if the "
                         "model's window is smaller than a prompt, its adapter may cut the prompt's start. Give "
                         "max_length=N (and tokenizer=NAME if the model arguments name none) to check them.",
