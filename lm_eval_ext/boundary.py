@@ -152,7 +152,7 @@ def install_request_types() -> None:
         setattr(LM, WITHHELD, _withheld)
 
 
-def _generate_conversations(self, requests) -> list[dict]:
+def _generate_conversations(self, requests) -> list[str]:
     """Dependent multi-turn generation with this model's ``generate_until`` (lm_eval_ext.conversation)."""
     from .conversation import run_conversations
 

@@ -21,8 +21,9 @@ whose arguments are ``(turn, gen_kwargs)`` with ``turn`` the JSON text of :meth:
    measured before it is generated: a prompt that does not fit stops the run, or has the middle
    of its document shortened if the turn asks for truncation.
 
-Each request gets back a dict: ``text`` (the answer), ``turn``, ``messages`` (what it answered)
-and ``truncated_lines`` (document lines dropped so that the prompt fit). Turns nobody asked for
+Each request gets back the JSON text of a record (:func:`result_record` reads it): ``text`` (the
+answer), ``turn``, ``messages`` (what it answered) and ``truncated_lines`` (document lines dropped
+so that the prompt fit). JSON, because the harness writes responses to its samples files as text. Turns nobody asked for
 (``--limit``, ``--samples``, another rank's documents) are generated when a later turn needs them.
 """
 from __future__ import annotations
@@ -116,7 +117,18 @@ def render(messages: list[dict[str, str]], chat_template: Callable | None):
     return "".join(message["content"] for message in messages)
 
 
-def run_conversations(requests, generate: Callable[[list], list[str]], chat_template: Callable | None) -> list[dict]:
+def result_record(response: str) -> dict:
+    """The record (``text``, ``turn``, ``messages``, ``truncated_lines``) of a conversation request's response."""
+    try:
+        record = json.loads(response)
+    except (TypeError, ValueError):
+        record = None
+    if not isinstance(record, dict) or "text" not in record:
+        raise ConversationError(f"not the response of a conversation request: {str(response)[:200]!r}")
+    return record
+
+
+def run_conversations(requests, generate: Callable[[list], list[str]], chat_template: Callable | None) -> list[str]:
     """Answer conversation-turn requests turn by turn (module docstring).
 
     ``generate`` is the model's ``generate_until`` (a list of ``generate_until`` Instances -> their
@@ -137,7 +149,7 @@ def run_conversations(requests, generate: Callable[[list], list[str]], chat_temp
             raise ConversationError(f"The turns of conversation {turn.conversation!r} disagree on its earlier "
                                     "messages or settings; each turn must repeat the conversation's start.")
     answers: dict[str, list[str]] = {cid: [] for cid in longest}
-    results: dict[tuple[str, int], dict] = {}
+    results: dict[tuple[str, int], str] = {}
     last = max((turn.turn for turn in longest.values()), default=0)
     for t in range(1, last + 1):
         active = [cid for cid, turn in longest.items() if turn.turn >= t]
@@ -156,7 +168,8 @@ def run_conversations(requests, generate: Callable[[list], list[str]], chat_temp
         if too_long:
             _raise_too_long(too_long, t)
         for (cid, messages, dropped), output in zip(prepared, generate(batch), strict=True):
-            results[cid, t] = {"text": output, "turn": t, "messages": messages, "truncated_lines": dropped}
+            results[cid, t] = json.dumps({"text": output, "turn": t, "messages": messages, "truncated_lines": dropped},
+                                         ensure_ascii=False)
             answers[cid].append(str(output).strip())
     return [results[turn.conversation, turn.turn] for turn in turns]
 

@@ -37,11 +37,13 @@ BYPASS = "bypass"  # the harness's metric under --predict_only
 
 @dataclass(frozen=True)
 class RunContext:
-    """What a :class:`RunAwareFilter` learns about the run: the task, ``--metadata``, the run's seed."""
+    """What a :class:`RunAwareFilter` learns about the run: the task, ``--metadata``, the run's seed, and
+    whether the task's responses are conversation records (:func:`lm_eval_ext.conversation.result_record`)."""
 
     task: str
     metadata: dict = field(default_factory=dict)
     seed: int | None = None
+    conversation: bool = False
 
 
 class RunAwareFilter(Filter):
@@ -139,9 +141,15 @@ class ExtTask(ConfigurableTask):
         super().set_fewshot_seed(seed)
         self._run_seed = seed
 
+    @property
+    def conversation(self) -> bool:
+        """True when this task's requests are conversation turns (``conversation_request``)."""
+        return False
+
     def run_context(self) -> RunContext:
         """The options run-aware filters get."""
-        return RunContext(task=self.config.task, metadata=dict(self.config.metadata or {}), seed=self._run_seed)
+        return RunContext(task=self.config.task, metadata=dict(self.config.metadata or {}), seed=self._run_seed,
+                          conversation=self.conversation)
 
     def apply_filters(self):
         """Apply the YAML's ``filter_list``, giving run-aware filters the run's options.

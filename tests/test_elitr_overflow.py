@@ -109,9 +109,9 @@ def test_multi_turn_truncation_per_turn(tiny_model_dir, data_dir, recorded):
     for prompt in (p for call in recorded for p in call):
         assert prompt_tokens(tiny_model_dir, prompt) + MAX_GEN <= MAX_LENGTH
     samples = out["samples"]["elitr_bench_qa_dev_mt"]
-    assert all(s["resps"][0][0]["truncated_lines"] > 0 for s in samples)
+    assert all(json.loads(s["resps"][0][0])["truncated_lines"] > 0 for s in samples)
     # turn 2's context: the (shortened) first message, the model's own answer, the second question
-    turn2 = samples[1]["resps"][0][0]["messages"]
+    turn2 = json.loads(samples[1]["resps"][0][0])["messages"]
     assert [m["role"] for m in turn2] == ["user", "assistant", "user"]
     assert recorded[1][0] == "".join(m["content"] for m in turn2)
     assert re.search(r"transcript\.\n\n\n\nWho were the participants of the meeting\?$", turn2[0]["content"])

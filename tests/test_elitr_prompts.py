@@ -103,7 +103,7 @@ def test_multi_turn_raw_prompts_are_the_authors(examples, data_dir, tmp_path, qa
     assert [call["prompts"] for call in calls] == [[examples["mt", qa_markers, i]["prompt"]] for i in range(3)]
     assert examples["mt", qa_markers, 2]["earlier_answers"] == ["ANSWER-1", "ANSWER-2"]
     samples = out["samples"]["elitr_bench_qa_dev_mt"]
-    assert [s["resps"][0][0]["text"] for s in samples] == ["ANSWER-1", "ANSWER-2", "ANSWER-3"]
+    assert [json.loads(s["resps"][0][0])["text"] for s in samples] == ["ANSWER-1", "ANSWER-2", "ANSWER-3"]
     assert [s["doc"]["turn"] for s in samples] == [1, 2, 3]
 
 
@@ -137,7 +137,7 @@ def test_multi_turn_chat_template_messages(examples, data_dir, tmp_path, qa_mark
         [canned_chat(expected_messages(examples, qa_markers, turn))] for turn in (1, 2, 3)]
     samples = out["samples"]["elitr_bench_qa_dev_mt"]
     # the sample log carries the conversation each answer was generated from
-    assert [s["resps"][0][0]["messages"] for s in samples] == [expected_messages(examples, qa_markers, t) for t in (1, 2, 3)]
+    assert [json.loads(s["resps"][0][0])["messages"] for s in samples] == [expected_messages(examples, qa_markers, t) for t in (1, 2, 3)]
 
 
 def test_system_instruction_leads_the_conversation(examples, data_dir, tmp_path):

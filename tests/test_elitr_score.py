@@ -128,8 +128,9 @@ def test_judging_a_file_of_answers(capsys, data_dir, tmp_path, monkeypatch):
     # m1: 10 (who, several) and 9 (what, middle; question 4 of meeting 002 is differentiating)
     assert models["m1"] == {"n_answers": 2, "n_scored": 2, "score": 9.5, "score_who": 10.0, "score_what": 9.0,
                             "score_middle": 9.0, "score_several": 10.0, "score_diff": 9.0, "judge_failures": 0}
-    # m2: 1, and a judge failure on "plan A" (who, several): every mean it belongs to is undefined (left out)
-    assert models["m2"] == {"n_answers": 2, "n_scored": 1, "judge_failures": 1}
+    # m2: 1 (who, several), and a judge failure on "plan A" (what, middle): the means "plan A" belongs to
+    # (score, what, middle, diff) are undefined and left out; who and several keep their value
+    assert models["m2"] == {"n_answers": 2, "n_scored": 1, "score_who": 1.0, "score_several": 1.0, "judge_failures": 1}
 
 
 def test_dry_run_calls_nothing(capsys, data_dir, tmp_path, monkeypatch):

@@ -62,7 +62,7 @@ def test_turns_see_their_own_answers_and_are_batched_across_meetings(tmp_path, d
             # exactly this meeting's earlier answers, in order (the canned answers carry meeting and turn)
             assert re.findall(r"\w+-answer-\d+", prompt) == [f"m{i}-answer-{k}" for k in range(1, turn)]
     samples = out["samples"]["elitr_bench_qa_dev_mt"]
-    assert [(s["doc"]["meeting"], s["doc"]["turn"], s["resps"][0][0]["text"]) for s in samples] == [
+    assert [(s["doc"]["meeting"], s["doc"]["turn"], json.loads(s["resps"][0][0])["text"]) for s in samples] == [
         (m, t, f"m{i}-answer-{t}") for i, m in enumerate(MEETINGS, 1) for t in (1, 2, 3)]
 
 
@@ -72,8 +72,8 @@ def test_a_later_turn_alone_still_gets_its_earlier_turns(tmp_path, data_dir):
     calls = read_calls(tmp_path)
     assert [call["n_requests"] for call in calls] == [1, 1, 1]  # turns 1 and 2 are generated, not reported
     (sample,) = out["samples"]["elitr_bench_qa_dev_mt"]
-    assert sample["doc"]["turn"] == 3 and sample["resps"][0][0]["text"] == "m1-answer-3"
-    assert [m["content"] for m in sample["resps"][0][0]["messages"] if m["role"] == "assistant"] == [
+    assert sample["doc"]["turn"] == 3 and json.loads(sample["resps"][0][0])["text"] == "m1-answer-3"
+    assert [m["content"] for m in json.loads(sample["resps"][0][0])["messages"] if m["role"] == "assistant"] == [
         "m1-answer-1", "m1-answer-2"]
 
 
@@ -127,7 +127,7 @@ def test_chat_completion_apis_get_message_lists_turn_by_turn(data_dir, monkeypat
             f"m{meeting}-answer-{k}" for k in range(1, turn)]
         assert body.get("max_tokens", body.get("max_completion_tokens")) == 512 and body["temperature"] == 0.0
     samples = out["samples"]["elitr_bench_qa_dev_mt"]
-    assert [s["resps"][0][0]["text"].strip() for s in samples] == [f"m{i}-answer-{t}" for i in (1, 2, 3) for t in (1, 2, 3)]
+    assert [json.loads(s["resps"][0][0])["text"].strip() for s in samples] == [f"m{i}-answer-{t}" for i in (1, 2, 3) for t in (1, 2, 3)]
 
 
 @pytest.fixture
@@ -169,7 +169,7 @@ def test_tiny_hf_model_turns_hold_its_own_answers(tiny_model_dir, short_corpus, 
         assert all(answers), "suppress_tokens should give non-empty answers"
         questions = [samples[meeting, t]["doc"]["question"] for t in (1, 2, 3)]
         for t in (2, 3):
-            conversation = samples[meeting, t]["resps"][0][0]["messages"]
+            conversation = json.loads(samples[meeting, t]["resps"][0][0])["messages"]
             assert [m["content"] for m in conversation if m["role"] == "assistant"] == answers[: t - 1]
             assert [m["content"] for m in conversation if m["role"] == "user"][1:] == questions[1:t]
             if chat:
@@ -177,7 +177,7 @@ def test_tiny_hf_model_turns_hold_its_own_answers(tiny_model_dir, short_corpus, 
                                                                         add_generation_prompt=True)
             else:  # raw: the previous context, then the model's own answer, then the next question
                 assert contexts[t - 1] == contexts[t - 2] + answers[t - 2] + questions[t - 1]
-        assert samples[meeting, 1]["resps"][0][0]["text"] == calls[0][i][1]
+        assert json.loads(samples[meeting, 1]["resps"][0][0])["text"] == calls[0][i][1]
 
 
 @pytest.mark.slow
@@ -194,7 +194,7 @@ def test_both_commands_run_multi_turn_with_a_plain_model(run_cli, data_dir, tmp_
     (samples_file,) = out.rglob("samples_elitr_bench_qa_dev_mt_*.jsonl")
     samples = [json.loads(line) for line in samples_file.read_text().splitlines()]
     assert [s["doc"]["turn"] for s in samples] == [1, 2]
-    assert samples[1]["resps"][0][0]["messages"][1] == {"role": "assistant", "content": "m1-answer-1"}
+    assert json.loads(samples[1]["resps"][0][0])["messages"][1] == {"role": "assistant", "content": "m1-answer-1"}
     results = json.loads(next(out.rglob("results_*.json")).read_text())
     assert results["config"]["model"] == "ext-canned-gen"
 
@@ -216,5 +216,5 @@ def test_use_cache_rerun_makes_no_call_and_keeps_the_conversation(tmp_path, data
     assert not (tmp_path / "calls.jsonl").exists()  # the second run was answered by the harness's cache
     first, second = (out["samples"]["elitr_bench_qa_dev_mt"] for out in outputs)
     assert [s["resps"] for s in second] == [s["resps"] for s in first]
-    assert [s["resps"][0][0]["text"] for s in first] == ["m1-answer-1", "m1-answer-2"]
-    assert second[1]["resps"][0][0]["messages"][1] == {"role": "assistant", "content": "m1-answer-1"}
+    assert [json.loads(s["resps"][0][0])["text"] for s in first] == ["m1-answer-1", "m1-answer-2"]
+    assert json.loads(second[1]["resps"][0][0])["messages"][1] == {"role": "assistant", "content": "m1-answer-1"}

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sys
 
-from . import boundary
+from .. import boundary
 
 
 def requested_tasks(args) -> list[str]:

@@ -96,6 +96,11 @@ class ElitrTask(JudgedTask):
         except LengthCheckError as err:
             raise ElitrOptionError(f"ELITR-Bench: {err}") from None
 
+    @property
+    def conversation(self) -> bool:
+        """Multi-turn tasks send conversation turns."""
+        return self.mode == "mt"
+
     def subset_metrics(self) -> dict:
         """Scores by question type and answer position, and on the differentiating questions."""
         return dict.fromkeys(SUBSET_METRICS, (mean, True))

@@ -53,10 +53,13 @@ def _field(doc: dict, spec: FieldSpec, what: str) -> str:
     return str(doc[spec])
 
 
-def _text_and_info(response) -> tuple[str, dict]:
-    """The text to judge, and what else a generation record says (a multi-turn answer's turn, truncation)."""
-    if isinstance(response, dict):
-        return str(response["text"]), {k: v for k, v in response.items() if k not in ("text", "messages")}
+def _text_and_info(response, conversation: bool) -> tuple[str, dict]:
+    """The text to judge, and what else a conversation record says (the answer's turn, truncation)."""
+    if conversation:
+        from ..conversation import result_record
+
+        record = result_record(response)
+        return str(record["text"]), {k: v for k, v in record.items() if k not in ("text", "messages")}
     return str(response), {}
 
 
@@ -66,7 +69,10 @@ def judge_config(run, judge_options: dict) -> JudgeConfig:
 
 
 class JudgeFilter(RunAwareFilter):
-    """Replaces each response (a string, a generation record, or a list of them) with its judge result dict(s).
+    """Replaces each response (a string, or a list of them) with its judge result dict(s).
+
+    In a task of conversation turns, a response is the turn's record and its ``text`` is judged;
+    the result keeps the record's ``turn`` and ``truncated_lines`` under ``generation``.
 
     Args (the filter's YAML keys):
         question_field / reference_field: the document field (or a ``!function`` of the
@@ -91,10 +97,10 @@ class JudgeFilter(RunAwareFilter):
         for resp, doc in zip(resps, docs, strict=True):
             question = _field(doc, self.question_field, "question")
             reference = _field(doc, self.reference_field, "reference")
-            single = isinstance(resp, (str, dict))
+            single = isinstance(resp, str)
             shapes.append(single)
             for response in [resp] if single else list(resp):
-                text, info = _text_and_info(response)
+                text, info = _text_and_info(response, self.run.conversation)
                 items.append(JudgeItem(question, text, reference))
                 infos.append(info)
         judge = Judge(judge_config(self.run, self.judge_options))
