@@ -255,7 +255,7 @@ def missing_internals() -> list[str]:
          lambda: {"GROUP", "TAG"} <= set(importlib.import_module("lm_eval.tasks._index").Kind.__members__))
     need("lm_eval._cli.harness.HarnessCLI()._parser with a 'run' command",
          lambda: importlib.import_module("lm_eval._cli.harness").HarnessCLI()._parser.parse_args(
-             ["run", "--tasks", "x"]).tasks == "x")
+             ["run", "--tasks", "x"]).tasks == ["x"])
     need("lm_eval.api.registry.model_registry.register(name, target='module:Class')",
          lambda: "target" in inspect.signature(importlib.import_module("lm_eval.api.registry")
                                                .model_registry.register).parameters)
