@@ -132,7 +132,7 @@ def overview_page(entries: list[Entry]) -> str:
             suffix = f" (v{version})" if len(versions) > 1 else ""
             columns.append(f"{benchmark.title}: {key}{suffix}")
             keys.append((key, task, version))
-    rows = [_row(entry, [f'<td data-value="{_e(entry.origin)}">{_e(entry.origin)}</td>',
+    rows = [_row(entry, [f'<td class="from" data-value="{_e(entry.origin)}">{_e(entry.origin)}</td>',
                          *(_value_cell(entry.values.get(key) if entry.versions.get(task) == version else None,
                                        entry.sources.get(key)) for key, task, version in keys)]) for entry in entries]
     versions_note = ""

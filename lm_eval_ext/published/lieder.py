@@ -39,14 +39,19 @@ class PublishedFileError(DataError):
     """A published result table does not have the expected layout."""
 
 
+def _natural(name: str) -> list:
+    """Sort key: numbers in a name compare as numbers (llama2_7B before llama2_13B)."""
+    return [(0, int(part), "") if part.isdigit() else (1, 0, part) for part in re.split(r"(\d+)", name)]
+
+
 def result_files() -> list[tuple[str, str, bool, str]]:
-    """(experiment, model, relative, registry path) of every published result table, in registry order."""
+    """(experiment, model, relative, registry path) of every published result table, by model (natural order)."""
     found = []
     for spec in dataset_files(BENCHMARK):
         match = _RESULT_FILE.match(spec.path)
         if match:
             found.append((match[1], match[2], match[3] == "nonref", spec.path))
-    return found
+    return sorted(found, key=lambda item: _natural(item[1]))
 
 
 def _source(path: str) -> Source:

@@ -16,7 +16,12 @@
     if (a === null && b === null) { return 0; }
     if (a === null) { return 1; }
     if (b === null) { return -1; }
-    var order = (typeof a === "number" && typeof b === "number") ? a - b : String(a).localeCompare(String(b));
+    var order;
+    if (typeof a === "number" && typeof b === "number") {
+      order = a - b;
+    } else {  // by code point: the same order on every machine, whatever its locale
+      order = String(a) < String(b) ? -1 : (String(a) > String(b) ? 1 : 0);
+    }
     return descending ? -order : order;
   }
 

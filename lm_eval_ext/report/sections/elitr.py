@@ -159,17 +159,20 @@ def _settings_figure(models: list[Model], settings: list[Setting], published: Pu
     splits = list(dict.fromkeys(s.split for s in sorted(settings, key=lambda s: s.split)))
     bars = [(i, m, split) for i, m in enumerate(models) for split in splits
             if any(s.model is m and s.split == split for s in settings)]
+    names = published.models() if published else []
+    task_of = {(s.name, s.split): s.task for s in settings}
+    # the published models get a lane of their own per split, right of the bars
+    lanes = [split for split in splits if any(published.get(n, task_of[(g, split)], "score") for n in names
+                                               for g in groups if (g, split) in task_of)] if names else []
     fig = new_figure(max(6.0, 1.6 * len(groups) + 3.2), 4.2)
     ax = fig.subplots()
     x = np.arange(len(groups))
-    width = 0.8 / max(len(bars), 1)
-    centres: dict[tuple[str, str], list[float]] = {}  # (setting name, split) -> bar positions, for the markers
+    width = 0.8 / max(len(bars) + len(lanes), 1)
     for j, (i, model, split) in enumerate(bars):
         for group, position in zip(groups, x - 0.4 + width * (j + 0.5)):
             match = [s for s in settings if s.model is model and s.split == split and s.name == group]
             if not match:
                 continue
-            centres.setdefault((group, split), []).append(position)
             shown = _score(match[0])
             if shown is None:
                 ax.text(position, 0.2, "n/a", rotation=90, ha="center", va="bottom", fontsize="x-small",
@@ -181,27 +184,28 @@ def _settings_figure(models: list[Model], settings: list[Setting], published: Pu
                    color=model_color(i), hatch=SPLIT_HATCH.get(split, ".."), edgecolor="white",
                    label=f"{model.label} · {split}")
             seeds = match[0].seeds
-            ax.text(position, mean + (sd or 0) + 0.15, f"{seeds} seed{'s' if seeds > 1 else ''}", ha="center",
-                    va="bottom", fontsize="xx-small", rotation=90)
+            ax.text(position, 0.2, f"{seeds} seed{'s' if seeds > 1 else ''}", ha="center", va="bottom",
+                    fontsize="xx-small", rotation=90, color="white")
     caption = ("Bars: score of each task; with runs for two seeds or more, the mean over the seeds with the sample "
                "standard deviation as error bar (the paper's test2 protocol); a single seed has no error bar (the "
-               "label over the bar gives the number of seeds). n/a: score undefined (judge failures).")
-    names = published.models() if published else []
-    task_of = {(s.name, s.split): s.task for s in settings}
+               "label in the bar gives the number of seeds). n/a: score undefined (judge failures).")
     for rank, name in enumerate(names):
         xs, ys = [], []
-        for (group, split), positions in centres.items():
-            value = published.value(name, task_of[(group, split)], "score")
-            if value is not None:
-                xs.append(sum(positions) / len(positions))
-                ys.append(value)
+        for lane, split in enumerate(lanes):
+            for group, position in zip(groups, x - 0.4 + width * (len(bars) + lane + 0.5)):
+                value = published.value(name, task_of[(group, split)], "score") if (group, split) in task_of else None
+                if value is not None:
+                    xs.append(position)
+                    ys.append(value)
         ax.plot(xs, ys, linestyle="none", marker=published_marker(rank), markerfacecolor="none", markersize=7,
                 markeredgecolor=published_color(rank, len(names)), label=published_label(name))
-    if names:
-        caption += (" Grey hollow markers: the models the paper evaluated, their released answers scored by the "
-                    f"paper's GPT-4 judge ({citations(published.numbers)}); comparable with the bars only when the "
-                    "bars' judge is the same (see the judge table).")
+    if lanes:
+        caption += (" Grey hollow markers, right of the bars (one column per split): the models the paper evaluated, "
+                    "their released answers scored by the paper's GPT-4 judge "
+                    f"({citations(published.numbers)}); comparable with the bars only when the bars' judge is the "
+                    "same (see the judge table).")
     ax.set_xticks(x, groups)
+    ax.set_xlim(-0.5, len(groups) - 0.5)
     ax.set_ylim(0, 10.5)
     ax.set_ylabel("mean judge score (1-10)")
     handles, labels = ax.get_legend_handles_labels()

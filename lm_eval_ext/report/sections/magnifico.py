@@ -229,6 +229,7 @@ def _bars(models: list[Model], settings: list[Setting], name: str, title: str, c
     if undefined:
         caption += " n/a: rel_perf undefined, every interpretation's base EX under 5% (none kept)."
     ax.set_xticks(x, groups, rotation=20 if len(groups) > 4 else 0, ha="right" if len(groups) > 4 else "center")
+    ax.set_xlim(-0.5, len(groups) - 0.5)  # every slot shown, even one whose bars are all n/a
     ax.set_ylim(0, 105)
     ax.set_ylabel("relative performance (%)")
     ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
@@ -364,6 +365,7 @@ def _table3_figure(models: list[Model], settings: list[Setting], published: Publ
         else:
             ax.bar(positions, heights, width, color=model_color(rank), edgecolor="white", label=who.label)
     ax.set_xticks(x, [f"{prompt_type} · {form}" for prompt_type, form in groups])
+    ax.set_xlim(-0.5, len(groups) - 0.5)
     ax.set_ylim(0, 105)
     ax.set_ylabel("relative performance (%)")
     ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
