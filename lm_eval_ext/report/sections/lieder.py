@@ -84,12 +84,14 @@ def build(models: list[Model], published: Published | None = None) -> Section | 
         section.blocks.append(Note(
             "No sample log for " + "; ".join(missing) + ". The model-on-human-families columns and the novelty "
             "test need --log_samples."))
-    section.blocks += [
-        _properties_figure(models, human, published),
-        _properties_table(models, human, families, published),
-        _comparisons_figure(models, human),
-        _comparisons_table(models, human, families, published),
-    ]
+    section.blocks += [_properties_figure(models, human, published), _properties_table(models, human, families, published)]
+    if human or any(comparison_metric(c) in (m.latest("lieder_base").metrics("lieder_base") if m.latest("lieder_base") else {})
+                    for m in models for c in INFORMATIVE):
+        section.blocks.append(_comparisons_figure(models, human))
+    else:  # nothing per comparison to draw: say so instead of an empty figure
+        section.blocks.append(Note("Accuracy per comparison: no lieder_base run has per-comparison metrics and the "
+                                   "human baseline is not available, so there is nothing to draw."))
+    section.blocks.append(_comparisons_table(models, human, families, published))
     if published is not None and published.numbers:
         section.blocks.append(_published_figure(models, published, human))
     section.blocks += _novelty_blocks(models)
