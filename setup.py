@@ -52,6 +52,8 @@ setup(
         "lm_eval_ext.templates": _package_files("templates"),
         "lm_eval_ext.data": ["manifest.json"],
         "lm_eval_ext.export": ["schema/*.json"],
+        "lm_eval_ext.published": ["tables/*.csv"],
+        "lm_eval_ext.leaderboard": ["assets/*"],
     },
     include_package_data=False,
     install_requires=[

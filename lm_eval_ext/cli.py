@@ -14,6 +14,7 @@ def _parser() -> argparse.ArgumentParser:
     from .data.cli import add_data_parser
     from .judge.cli import add_judge_parser
     from .export.cli import add_export_parser
+    from .leaderboard.cli import add_leaderboard_parser
     from .report.cli import add_report_parser
 
     parser = argparse.ArgumentParser(
@@ -27,6 +28,9 @@ def _parser() -> argparse.ArgumentParser:
               lm_eval run --include_path "$(lm-eval-ext tasks-dir)" --model hf --model_args pretrained=gpt2 --tasks lieder
               lm-eval-ext data fetch lieder
               lm-eval-ext data where lieder stimuli/base/base_stimuli.jsonl
+              lm-eval-ext report out -o report
+              lm-eval-ext export --format leaderboard out -o records
+              lm-eval-ext leaderboard build records -o site
 
             `lm-eval-ext run --help` lists every flag of `lm_eval run`; all of them keep their meaning.
             """
@@ -45,6 +49,7 @@ def _parser() -> argparse.ArgumentParser:
     add_elitr_parser(sub)
     add_report_parser(sub)
     add_export_parser(sub)
+    add_leaderboard_parser(sub)
     add_judge_parser(sub)
     _add_lieder_parser(sub)
     return parser

@@ -1,4 +1,5 @@
-"""Shared fixtures: the tiny hf model, the OpenAI stub server, the data mirror, a CLI runner."""
+"""Shared fixtures: the tiny hf model, the OpenAI stub server, the data mirror, a CLI runner, and result
+directories written by the real harness (built by tests/helpers/scripted.py, once per session)."""
 
 from __future__ import annotations
 
@@ -93,3 +94,46 @@ def run_cli(tmp_path):
         )
 
     return run
+
+
+# -- result directories written by the real harness (report, export and leaderboard tests) ----------------
+
+
+@pytest.fixture(scope="session")
+def lieder_scripted(tmp_path_factory, data_dir) -> Path:
+    """lieder (base + diff) and lieder_two with a scripted log-likelihood table (helpers/scripted.py)."""
+    from helpers import scripted
+
+    return scripted.lieder_scripted(tmp_path_factory.mktemp("lieder_scripted"), data_dir)
+
+
+@pytest.fixture(scope="session")
+def lieder_tiny(tmp_path_factory, data_dir, tiny_model_dir) -> Path:
+    """lieder (base + diff) with the tiny random hf model."""
+    from helpers import scripted
+
+    return scripted.lieder_tiny(tmp_path_factory.mktemp("lieder_tiny"), tiny_model_dir)
+
+
+@pytest.fixture(scope="session")
+def litm_scripted(tmp_path_factory, data_dir, tiny_model_dir) -> Path:
+    """Four Lost in the Middle runs of one scripted model (helpers/scripted.py); their parent directory."""
+    from helpers import scripted
+
+    return scripted.litm_scripted(tmp_path_factory.mktemp("litm_scripted"), data_dir, tiny_model_dir)
+
+
+@pytest.fixture(scope="session")
+def magnifico_scripted(tmp_path_factory, data_dir) -> Path:
+    """Three MAGNIFICo runs of one scripted model (helpers/scripted.py); their parent directory."""
+    from helpers import scripted
+
+    return scripted.magnifico_scripted(tmp_path_factory.mktemp("magnifico_scripted"), data_dir)
+
+
+@pytest.fixture(scope="session")
+def elitr_scripted(tmp_path_factory, data_dir) -> Path:
+    """Two seed runs of the ELITR-Bench dev tasks judged by a stub judge (helpers/scripted.py)."""
+    from helpers import scripted
+
+    return scripted.elitr_scripted(tmp_path_factory.mktemp("elitr_scripted"))

@@ -1,4 +1,5 @@
-"""`lm-eval-ext export --format leaderboard`: records valid under the schema file, numbers equal to the results."""
+"""`lm-eval-ext export --format leaderboard`: records valid under the schema file, numbers equal to the results,
+partial runs refused unless --allow-partial (and then marked), LIEDER's derived tests, the judge's validation."""
 from __future__ import annotations
 
 import copy
@@ -11,14 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from test_report_fixtures import (  # noqa: F401
-    elitr_scripted,
-    litm_scripted,
-    lieder_scripted,
-    magnifico_scripted,
-    read_csv,
-    results_json,
-)
+from helpers.files import FIXTURES, harness, read_csv, results_json
 
 SCHEMA = Path(__file__).resolve().parents[1] / "lm_eval_ext" / "export" / "schema" / "leaderboard.schema.json"
 
@@ -31,9 +25,9 @@ def _validator():
     return Draft202012Validator(schema, format_checker=FormatChecker())
 
 
-def _export(run_cli, tmp_path, *specs) -> Path:
+def _export(run_cli, tmp_path, *specs, options=()) -> Path:
     out = tmp_path / "lb"
-    proc = run_cli(["lm-eval-ext", "export", "--format", "leaderboard", *map(str, specs), "-o", str(out)])
+    proc = run_cli(["lm-eval-ext", "export", "--format", "leaderboard", *map(str, specs), "-o", str(out), *options])
     assert proc.returncode == 0, proc.stderr[-3000:]
     return out
 
@@ -53,7 +47,10 @@ def test_lieder_record_valid_and_exact(lieder_scripted, data_dir, run_cli, tmp_p
 
     assert record["versions"]["lm_eval_ext"] == __version__
     assert record["versions"]["tasks"] == {"lieder": "1.0", "lieder_base": "1.0", "lieder_diff": "1.0", "lieder_two": "1.0"}
+    assert record["schema_version"] == "1.1"
+    assert record["status"] == {"partial": False, "truncated": False, "allowed_partial": False, "reasons": []}
     (run,) = record["runs"]
+    assert run["limit"] is None
     assert run["results_sha256"] == hashlib.sha256(results_file.read_bytes()).hexdigest()
     assert run["seeds"] == {"random": 0, "numpy": 1234, "torch": 1234, "fewshot": 1234}  # the harness's defaults
     assert run["apply_chat_template"] is False
@@ -75,7 +72,24 @@ def test_lieder_record_valid_and_exact(lieder_scripted, data_dir, run_cli, tmp_p
     assert headline["lieder_base/acc_novelty"] == results["results"]["lieder_base"]["acc_novelty,none"]
     assert "lieder_two/acc_rel" not in headline  # no nonref rows in the two set
     assert not any("family" in key or "_gt_" in key for key in headline)  # per-comparison metrics are not headline
-    assert record["judge"] is None
+    assert record["judge"] is None and record["judge_validation"] is None
+
+    # LIEDER's derived results, from the sample logs, by the report's functions (helpers/scripted.py derives them)
+    derived = record["benchmarks"]["lieder"]["derived"]
+    assert derived["notes"] == []
+    human = derived["human_baseline"]
+    assert human["families"] == ["affirmative_negation", "managed_failed"]
+    assert math.isclose(human["model"]["acc"], 8 / 15) and human["model"]["acc_uniqueness"] == 0.0
+    human_rows = read_csv(Path(data_dir) / "lieder/human/human_accuracy.csv")
+    informative = [int(r["correct"]) for r in human_rows if r["type"] not in ("neg_pos_s>pos_neg_s", "neg_pos_p>pos_neg_p")]
+    assert math.isclose(human["human"]["acc"], sum(informative) / len(informative))
+    tests = {(t["metric"], t["scope"]): t for t in derived["novelty_test"]}
+    assert len(tests) == 16
+    p_greater = sum(math.comb(28, k) for k in range(16, 29)) / 2 ** 28
+    everything = tests[("acc", "pos_pos (7 comparisons)")]
+    assert (everything["n_groups"], everything["groups_up"], everything["groups_down"], everything["groups_tied"]) == (48, 16, 12, 20)
+    assert math.isclose(everything["p_diff_gt_base"], p_greater) and math.isclose(everything["p_two_sided"], 2 * p_greater)
+    assert math.isclose(everything["base_acc"], 16 / 48) and math.isclose(everything["diff_acc"], 20 / 48)
 
     # data: the stimuli each task read, with the registry's sha256 (= the mirror file's)
     files = {f["task"]: f for f in record["data"]["files"]}
@@ -87,7 +101,7 @@ def test_lieder_record_valid_and_exact(lieder_scripted, data_dir, run_cli, tmp_p
     assert record["data"]["datasets"]["lieder"]["source"].endswith("/LIEDER/ab5f161feb0b15fd94dbd68e52497ccc033b52b6/")
 
     (row,) = read_csv(out / "leaderboard.csv")
-    assert row["model"] == "scripted" and row["lm_eval_version"] == "0.4.13"
+    assert row["model"] == "scripted" and row["lm_eval_version"] == "0.4.13" and row["status"] == "complete"
     headline_columns = [c for c in row if "/" in c]
     assert headline_columns == list(headline)
     for column in headline_columns:
@@ -112,8 +126,6 @@ def test_secrets_in_model_args_are_redacted(lieder_scripted, run_cli, tmp_path):
 
 
 def test_user_stimuli_file_is_recorded_with_its_own_checksum(data_dir, run_cli, tmp_path):
-    from test_report_fixtures import harness
-
     lines = (Path(data_dir) / "lieder/stimuli/base/base_stimuli.jsonl").read_text().splitlines()[:24]
     stimuli = tmp_path / "mine.jsonl"
     stimuli.write_text("\n".join(lines) + "\n")
@@ -139,6 +151,9 @@ def test_schema_rejects_broken_records(lieder_scripted, run_cli, tmp_path):
         lambda r: r["runs"][0].update(results_sha256="not-a-hash"),
         lambda r: r.update(extra_field=1),
         lambda r: r["model"].pop("label"),
+        lambda r: r["status"].update(partial=True),  # partial without --allow-partial
+        lambda r: r.pop("status"),
+        lambda r: r["benchmarks"]["lieder"]["derived"].update(novelty_test="none"),
     ):
         bad = copy.deepcopy(record)
         mutate(bad)
@@ -186,8 +201,14 @@ def _all_results(out: Path) -> dict[str, list[dict]]:
 
 def test_every_benchmark_exports_valid_exact_records(lieder_scripted, litm_scripted, magnifico_scripted,
                                                      elitr_scripted, run_cli, tmp_path):
-    out = _export(run_cli, tmp_path, f"lieder={lieder_scripted}", f"litm={litm_scripted}", f"sql={magnifico_scripted}",
-                  f"elitr={elitr_scripted}")
+    specs = (f"lieder={lieder_scripted}", f"litm={litm_scripted}", f"sql={magnifico_scripted}", f"elitr={elitr_scripted}")
+    # the Lost in the Middle runs (--limit 8) and the MAGNIFICo runs (a Spider database missing) are partial
+    refused = run_cli(["lm-eval-ext", "export", *specs, "-o", str(tmp_path / "refused")])
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr and not (tmp_path / "refused").exists()
+    assert "Not exporting: the results of 2 model(s) are partial" in refused.stderr
+    assert "litm: litm_kv_75keys: 8 of 2000 documents scored (--limit 8)" in refused.stderr
+    assert "--allow-partial" in refused.stderr
+    out = _export(run_cli, tmp_path, *specs, options=["--allow-partial"])
     validator = _validator()
     rows = {row["model"]: row for row in read_csv(out / "leaderboard.csv")}
     assert list(rows) == ["lieder", "litm", "sql", "elitr"]
@@ -206,6 +227,16 @@ def test_every_benchmark_exports_valid_exact_records(lieder_scripted, litm_scrip
         for task, entry in record["tasks"].items():
             assert entry["version"] == "1.0" and record["versions"]["tasks"][task] == "1.0"
             assert record["runs"][entry["run"]]["tasks"].count(task) == 1
+
+    statuses = {label: json.loads((out / f"{label}.json").read_text())["status"] for label in rows}
+    assert [(label, s["partial"]) for label, s in statuses.items()] == [("lieder", False), ("litm", True), ("sql", True),
+                                                                        ("elitr", False)]
+    assert any((r["kind"], r["task"], r["reason"]) == ("partial", "litm_kv_75keys", "8 of 2000 documents scored (--limit 8)")
+               for r in statuses["litm"]["reasons"])
+    assert any(r["task"].startswith("magnifico_") and "Spider database is missing" in r["reason"]
+               for r in statuses["sql"]["reasons"])
+    assert all(s["allowed_partial"] for s in statuses.values())
+    assert [rows[label]["status"] for label in rows] == ["complete", "partial", "partial", "complete"]
 
     litm = json.loads((out / "litm.json").read_text())
     headline = litm["benchmarks"]["lost_in_the_middle"]["headline"]
@@ -228,3 +259,26 @@ def test_every_benchmark_exports_valid_exact_records(lieder_scripted, litm_scrip
     assert seeds["n"] == 2 and sorted(seeds["seeds"]) == [2023, 2024]
     assert math.isclose(seeds["mean"], (low + high) / 2) and math.isclose(seeds["sd"], math.sqrt(0.5))
     assert {f["path"] for f in elitr["data"]["files"]} == {"data.zip"}
+
+
+def test_judge_validation_is_embedded(run_cli, tmp_path):
+    validation = FIXTURES / "judge_validation.json"
+    out = _export(run_cli, tmp_path, FIXTURES / "results" / "elitr", options=["--allow-partial", "--judge-validation",
+                                                                              str(validation)])
+    record = json.loads((out / "org__tiny-chat.json").read_text())
+    assert not list(_validator().iter_errors(record))
+    (entry,) = record["judge_validation"]
+    assert entry["judge"]["model"] == "stub-judge" == record["judge"]["elitr_bench_qa_dev_st"]["model"]
+    assert entry["judge"]["template_sha256"] == record["judge"]["elitr_bench_qa_dev_st"]["template_sha256"]
+    assert entry["vs_gold"] == {"n": 388, "pearson": 0.71, "spearman": 0.69, "kendall": 0.56}
+    assert entry["report_sha256"] == hashlib.sha256(validation.read_bytes()).hexdigest()
+    assert entry["source"].startswith("elitr_bench/generated-responses.zip:")
+    # partial (a judge failure) and truncated (prompts cut), both said
+    assert record["status"]["partial"] and record["status"]["truncated"]
+    # a file that is not a validation report is one paragraph
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"source": "x", "scorers": {}}))
+    proc = run_cli(["lm-eval-ext", "export", str(FIXTURES / "results" / "elitr"), "--allow-partial", "--judge-validation",
+                    str(bad), "-o", str(tmp_path / "other")])
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr and "is not a judge validation report" in proc.stderr
+    assert not (tmp_path / "other").exists()

@@ -1,7 +1,7 @@
-"""The ELITR-Bench section on result directories written by the real harness (canned answers, stub judge).
-
-The judge's scores are chosen by hand in test_report_fixtures.py (elitr_scripted); the expected
-means are computed here from that rule and the dev questions.
+"""The ELITR-Bench section: on result directories written by the real harness (canned answers, stub judge;
+the judge's scores are chosen by hand in helpers/scripted.py and the expected means computed here from
+that rule and the dev questions), and on a hand-written results file (tests/fixtures/results/elitr:
+one seed, prompts truncated, a task whose score is undefined because the judge failed on an answer).
 """
 from __future__ import annotations
 
@@ -11,21 +11,17 @@ import statistics
 from pathlib import Path
 
 import pytest
+from matplotlib.container import BarContainer
 
-from test_report_fixtures import (  # noqa: F401
-    assert_images,
-    elitr_judge_score,
-    elitr_questions,
-    elitr_scripted,
-    read_csv,
-)
+from helpers.files import FIXTURES, assert_images, read_csv
+from helpers.scripted import elitr_judge_score, elitr_questions
 
 pytestmark = pytest.mark.filterwarnings("ignore")
 POSITION_NAME = {"B": "begin", "M": "middle", "E": "end", "S": "several"}
 
 
 def _expected(set_name: str, seed: int) -> dict[str, float]:
-    scored = [(q, s) for q in elitr_questions(set_name) if (s := elitr_judge_score(q, seed)) is not None]
+    scored = [(q, elitr_judge_score(q, seed)) for q in elitr_questions(set_name)]
     means = {"score": statistics.fmean(s for _, s in scored)}
     for q_type in ("who", "what", "when", "howmany"):
         means[f"score_{q_type}"] = statistics.fmean(s for q, s in scored if q["question-type"] == q_type)
@@ -50,16 +46,17 @@ def test_elitr_section_scripted_exact(elitr_scripted, tmp_path):
     from lm_eval_ext.report.build import build_report
 
     out = tmp_path / "report"
-    build_report([f"canned={elitr_scripted}"], out)
+    report = build_report([f"canned={elitr_scripted}"], out)
     results = _results(elitr_scripted)
     newest = results[2024]
 
-    scores = {r["task"]: r for r in read_csv(out / "tables/elitr_scores.csv")}
+    scores = {r["task"]: r for r in read_csv(out / "tables/elitr_scores.csv") if r["source"] == "results file"}
     assert list(scores) == ["elitr_bench_qa_dev_st", "elitr_bench_qa_dev_mt", "elitr_bench_conv_dev_mt"]
     for task, row in scores.items():
         raw = {k.split(",")[0]: v for k, v in newest["results"][task].items() if "," in k}
         assert row["seed"] == "2024"
-        for column in ("score", "score_who", "score_middle", "score_diff", "middle_pvalue", "judge_failures", "truncated"):
+        for column in ("score", "score_who", "score_middle", "score_diff", "middle_pvalue", "judge_failures",
+                       "prompts_truncated"):
             value = raw.get(column)
             finite = isinstance(value, (int, float)) and not (isinstance(value, float) and math.isnan(value))
             assert _num(row[column]) == (value if finite else None), (task, column)
@@ -67,7 +64,7 @@ def test_elitr_section_scripted_exact(elitr_scripted, tmp_path):
         expected = _expected("conv" if "conv" in task else "qa", 2024)
         for name, value in expected.items():
             assert math.isclose(float(row[name]), value), (task, name)
-        assert row["judge_failures"] == "1.0"
+        assert row["judge_failures"] == "0.0"
         assert float(row["middle_pvalue"]) < 0.01  # middle questions score 3-4, the others 7-9
 
     seeds = {(r["task"], r["metric"]): r for r in read_csv(out / "tables/elitr_seeds.csv")}
@@ -89,4 +86,34 @@ def test_elitr_section_scripted_exact(elitr_scripted, tmp_path):
     for name in ("elitr_settings", "elitr_breakdown"):
         assert_images(out / "figures" / f"{name}.png", out / "figures" / f"{name}.svg")
     page = (out / "report.html").read_text()
-    assert "Answers the judge could not score (excluded from the means): canned · elitr_bench_qa_dev_st: 1" in page
+    assert "could not score" not in page and "No score to show" not in page
+    # two seeds: error bars, and the bars say "2 seeds"
+    (section,) = [s for s in report.sections if s.key == "elitr_bench"]
+    (settings,) = [b for b in section.blocks if getattr(b, "name", None) == "elitr_settings"]
+    ax = settings.figure.axes[0]
+    bars = [c for c in ax.containers if isinstance(c, BarContainer)]
+    assert len(bars) == 3 and all(bar.errorbar is not None for bar in bars)
+    assert {t.get_text() for t in ax.texts} == {"2 seeds"}
+
+
+def test_one_seed_no_error_bar_and_undefined_score(tmp_path):
+    from lm_eval_ext.report.build import build_report
+
+    out = tmp_path / "report"
+    report = build_report([str(FIXTURES / "results" / "elitr")], out, published=False)
+    scores = {r["task"]: r for r in read_csv(out / "tables/elitr_scores.csv")}
+    single, multi = scores["elitr_bench_qa_dev_st"], scores["elitr_bench_qa_dev_mt"]
+    assert (single["score"], single["prompts_truncated"]) == ("6.5", "2.0")
+    assert (multi["score"], multi["judge_failures"]) == ("", "1.0")
+    (section,) = [s for s in report.sections if s.key == "elitr_bench"]
+    (settings,) = [b for b in section.blocks if getattr(b, "name", None) == "elitr_settings"]
+    ax = settings.figure.axes[0]
+    (bar,) = ax.containers  # the single-turn task only: the multi-turn one has no score to draw
+    assert bar.errorbar is None  # one seed: no error bar
+    assert sorted(t.get_text() for t in ax.texts) == ["1 seed", "n/a"]
+    page = (out / "report.html").read_text()
+    assert "No score to show (n/a) for org/tiny-chat · elitr_bench_qa_dev_mt: the judge failed on some answers" in page
+    assert ("Answers the judge could not score (score is n/a until judging is resumed): org/tiny-chat · "
+            "elitr_bench_qa_dev_mt: 1.") in page
+    assert "Prompts whose transcript was shortened to fit the model: org/tiny-chat · elitr_bench_qa_dev_st: 2." in page
+    assert '<p class="banner partial"><strong>partial run</strong>org/tiny-chat · ' in page

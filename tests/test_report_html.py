@@ -1,55 +1,13 @@
-"""The HTML report in a real browser: Debian's headless Chromium, driven through playwright.
+"""The HTML report in a real browser: Debian's headless Chromium, driven through playwright (helpers/browser.py).
 
 Skipped only when no Chromium is installed (CI installs it: `apt-get install -y chromium`).
 Playwright's own browser downloads are never used: it drives /usr/bin/chromium.
 """
 from __future__ import annotations
 
-import shutil
-from pathlib import Path
+from helpers.browser import open_in_chromium, requires_chromium
 
-import pytest
-
-from test_report_fixtures import elitr_scripted, lieder_scripted, litm_scripted, magnifico_scripted  # noqa: F401
-
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-
-pytestmark = pytest.mark.skipif(
-    CHROMIUM is None,
-    reason="Chromium is not installed, so the report cannot be opened in a browser; install Debian's package "
-           "with `apt-get update && apt-get install -y chromium` (as root) to run this test",
-)
-
-
-def open_in_chromium(page_path: Path, screenshot: Path, profile: Path) -> tuple[list[str], dict]:
-    """Load the page, return (every console error, page error and failed request; page facts), save a screenshot."""
-    from playwright.sync_api import sync_playwright
-
-    problems: list[str] = []
-    with sync_playwright() as pw:
-        # a fresh profile directory: nothing from an earlier session can hide an error
-        context = pw.chromium.launch_persistent_context(
-            str(profile), executable_path=CHROMIUM, headless=True, args=FLAGS, viewport={"width": 1280, "height": 900})
-        try:
-            page = context.new_page()
-            page.on("console", lambda m: problems.append(f"console {m.type}: {m.text}") if m.type in ("error", "warning") else None)
-            page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
-            page.on("requestfailed", lambda r: problems.append(f"request failed: {r.url} {r.failure}"))
-            page.goto(page_path.resolve().as_uri(), wait_until="load")
-            facts = page.evaluate(
-                """() => ({
-                    images: document.images.length,
-                    broken: Array.from(document.images).filter(i => !(i.complete && i.naturalWidth > 0)).length,
-                    sections: Array.from(document.querySelectorAll('section')).map(s => s.id),
-                    height: document.body.scrollHeight,
-                })"""
-            )
-            page.screenshot(path=str(screenshot), full_page=True)
-        finally:
-            context.close()
-    return problems, facts
+pytestmark = requires_chromium
 
 
 def test_report_opens_without_console_errors_and_screenshots(lieder_scripted, litm_scripted, magnifico_scripted,

@@ -1,7 +1,8 @@
 """The LIEDER section of the report on result directories written by the real harness.
 
-Expected numbers are derived by hand in test_report_fixtures.py (the scripted table) and
-here (the human baseline); the CSVs must hold exactly the results file's numbers.
+Expected numbers are derived by hand in helpers/scripted.py (the scripted table) and here (the
+human baseline); the CSVs must hold exactly the results file's numbers. Rows of the published
+models (source column) are checked in test_report_published.py.
 """
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from test_report_fixtures import assert_images, lieder_scripted, lieder_tiny, read_csv, results_json  # noqa: F401
+from helpers.files import assert_images, read_csv, results_json
 
 pytestmark = pytest.mark.filterwarnings("ignore")
 
@@ -36,6 +37,11 @@ def _num(cell: str) -> float | None:
     return None if cell == "" else float(cell)
 
 
+def _own(path: Path) -> list[dict]:
+    """The rows of a table made from the results files (not the published models')."""
+    return [row for row in read_csv(path) if row["source"] == "results file"]
+
+
 def _close(a, b) -> bool:
     return a is not None and b is not None and math.isclose(a, b, abs_tol=1e-12)
 
@@ -51,13 +57,13 @@ def _check_csvs_equal_results(out: Path, results: dict) -> None:
     assert {(r["task"], r["metric"]) for r in rows} == {
         (task, key.split(",")[0]) for task, metrics in res.items() if task.startswith("lieder")
         for key, value in metrics.items() if key.endswith(",none") and "_stderr" not in key and isinstance(value, float)}
-    for row in read_csv(out / "tables/lieder_properties.csv"):
+    for row in _own(out / "tables/lieder_properties.csv"):
         metric = "acc" if row["property"] == "all" else f"acc_{row['property']}"
         assert float(row["acc"]) == res[row["task"]][f"{metric},none"]
         assert float(row["acc_stderr"]) == res[row["task"]][f"{metric}_stderr,none"]
         rel = res[row["task"]].get(metric.replace("acc", "acc_rel", 1) + ",none")
         assert _num(row["acc_rel"]) == rel
-    for row in read_csv(out / "tables/lieder_comparisons.csv"):
+    for row in _own(out / "tables/lieder_comparisons.csv"):
         prefix = "ctrl_" if row["control"] == "True" else ""
         assert float(row["acc"]) == res[row["task"]][f"{prefix}acc_{row['comparison']},none"]
         assert _num(row["acc_rel"]) == res[row["task"]].get(f"{prefix}acc_rel_{row['comparison']},none")
@@ -69,7 +75,7 @@ def test_lieder_section_scripted_exact(lieder_scripted, data_dir, tmp_path):
     _check_csvs_equal_results(out, results)
     human = _human(data_dir)
 
-    props = {(r["task"], r["property"]): r for r in read_csv(out / "tables/lieder_properties.csv")}
+    props = {(r["task"], r["property"]): r for r in _own(out / "tables/lieder_properties.csv")}
     assert set(t for t, _ in props) == {"lieder_base", "lieder_diff", "lieder_two", "lieder"}
     base_all = props[("lieder_base", "all")]
     assert _close(float(base_all["acc"]), 496 / 720)
@@ -91,7 +97,7 @@ def test_lieder_section_scripted_exact(lieder_scripted, data_dir, tmp_path):
     assert _close(float(props[("lieder_base", "novelty")]["human_acc"]), sum(human[c] for c in novelty_codes) / 3)
     assert props[("lieder_diff", "all")]["human_acc"] == ""  # humans judged the base set only
 
-    comps = {(r["task"], r["comparison"]): r for r in read_csv(out / "tables/lieder_comparisons.csv")}
+    comps = {(r["task"], r["comparison"]): r for r in _own(out / "tables/lieder_comparisons.csv")}
     assert len([k for k in comps if k[0] == "lieder_base"]) == 17
     assert len([k for k in comps if k[0] == "lieder_two"]) == 33
     row = comps[("lieder_base", "sg_pos_neg_gt_sg_pos_pos")]
@@ -118,10 +124,10 @@ def test_lieder_section_scripted_exact(lieder_scripted, data_dir, tmp_path):
     assert (rel_all["groups_up"], rel_all["groups_down"]) == ("16", "12")
     assert _close(float(rel_all["base_acc"]), 16 * 5 / 7 / 48)
 
-    for name in ("lieder_properties", "lieder_comparisons", "lieder_novelty"):
+    for name in ("lieder_properties", "lieder_comparisons", "lieder_published", "lieder_novelty"):
         assert_images(out / "figures" / f"{name}.png", out / "figures" / f"{name}.svg")
     page = (out / "report.html").read_text()
-    assert page.count("data:image/png;base64,") == 3
+    assert page.count("data:image/png;base64,") == 4
     assert "Implicit vs explicit novelty" in page and f"{2 * p_greater:.3g}" in page
 
 
@@ -130,8 +136,12 @@ def test_human_baseline_missing_is_a_note_not_a_failure(lieder_scripted, tmp_pat
     monkeypatch.setenv("LM_EVAL_EXT_CACHE_DIR", str(tmp_path / "no-cache"))
     monkeypatch.setenv("LM_EVAL_EXT_OFFLINE", "1")
     out = _build(tmp_path, str(lieder_scripted))
-    assert "Human baseline not shown" in (out / "report.html").read_text()
-    assert all(row["human_acc"] == "" for row in read_csv(out / "tables/lieder_properties.csv"))
+    page = (out / "report.html").read_text()
+    assert "Human baseline not shown" in page
+    # the published models' released files are not there either: said, not fatal
+    assert "LIEDER: the published results are not shown, because their released files could not be read" in page
+    rows = read_csv(out / "tables/lieder_properties.csv")
+    assert rows and all(row["human_acc"] == "" and row["source"] == "results file" for row in rows)
 
 
 def test_without_sample_logs_the_novelty_test_says_what_it_needs(lieder_scripted, tmp_path):
@@ -145,7 +155,7 @@ def test_without_sample_logs_the_novelty_test_says_what_it_needs(lieder_scripted
     page = (out / "report.html").read_text()
     assert "needs lieder_base and lieder_diff with --log_samples" in page
     assert not (out / "tables/lieder_novelty_test.csv").exists()
-    diff_rows = [r for r in read_csv(out / "tables/lieder_properties.csv") if r["task"] == "lieder_diff"]
+    diff_rows = [r for r in _own(out / "tables/lieder_properties.csv") if r["task"] == "lieder_diff"]
     assert diff_rows and all(r["acc_human_families"] == "" and r["acc"] != "" for r in diff_rows)
 
 
@@ -156,7 +166,7 @@ def test_report_cli_two_models_side_by_side(lieder_scripted, lieder_tiny, tiny_m
     proc = run_cli(["lm-eval-ext", "report", str(lieder_tiny), f"scripted={lieder_scripted}", "-o", str(out)])
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "report.html" in proc.stdout
-    props = read_csv(out / "tables/lieder_properties.csv")
+    props = _own(out / "tables/lieder_properties.csv")
     tiny_label = Path(tiny_model_dir).name  # a local path is named by its last part
     labels = list(dict.fromkeys(r["model"] for r in props))
     assert labels == [tiny_label, "scripted"]
@@ -168,7 +178,7 @@ def test_report_cli_two_models_side_by_side(lieder_scripted, lieder_tiny, tiny_m
     assert {r["model"] for r in tests} == {tiny_label, "scripted"}
     tiny_all = next(r for r in tests if r["model"] == tiny_label and r["metric"] == "acc" and r["scope"].startswith("pos_pos"))
     assert int(tiny_all["groups_up"]) + int(tiny_all["groups_down"]) + int(tiny_all["groups_tied"]) == 48
-    for name in ("lieder_properties", "lieder_comparisons", "lieder_novelty"):
+    for name in ("lieder_properties", "lieder_comparisons", "lieder_published", "lieder_novelty"):
         assert_images(out / "figures" / f"{name}.png", out / "figures" / f"{name}.svg")
     runs = read_csv(out / "tables/runs.csv")
     assert [r["model"] for r in runs] == [tiny_label, "scripted"]

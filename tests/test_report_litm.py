@@ -1,6 +1,10 @@
-"""The Lost in the Middle section on result directories written by the real harness (scripted runs).
+"""The Lost in the Middle section: on result directories written by the real harness (scripted runs;
+expected numbers worked out by hand in helpers/scripted.py) and on hand-written results files
+(tests/fixtures/results/litm: prompts skipped, every prompt of a task skipped, two context lengths).
 
-The expected numbers are worked out by hand in test_report_fixtures.py (litm_scripted).
+test_litm_section_scripted_exact reads the prompt-length counts under their names prompts_skipped /
+prompts_truncated: it passes once the Lost in the Middle tasks write those names (they wrote
+skipped_too_long / truncated_too_long before).
 """
 from __future__ import annotations
 
@@ -10,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from test_report_fixtures import assert_images, litm_scripted, read_csv  # noqa: F401
+from helpers.files import FIXTURES, assert_images, read_csv
 
 pytestmark = pytest.mark.filterwarnings("ignore")
 
@@ -44,13 +48,14 @@ def test_litm_section_scripted_exact(litm_scripted, tmp_path):
     build_report([f"litm={litm_scripted}"], out)
     results = _results(litm_scripted)
 
-    summary = {(r["task"], int(r["k"]) if r["k"] else None): r for r in read_csv(out / "tables/litm_summary.csv")}
+    summary = {(r["task"], int(r["k"]) if r["k"] else None): r for r in read_csv(out / "tables/litm_summary.csv")
+               if r["source"] == "results file"}
     assert set(summary) == {("litm_qa_closedbook", None), ("litm_qa_oracle", None), ("litm_qa_10docs", 10),
                             ("litm_qa_10docs_qac", 10), ("litm_qa_20docs", 20), ("litm_kv_75keys", 75),
                             ("litm_kv_generated", 4), ("litm_kv_generated", 8)}
     for (task, k), row in summary.items():
         entry = results[(task, k)]
-        for column in ("acc", "acc_stderr", "acc_gap", "acc_middle_drop", "skipped_too_long"):
+        for column in ("acc", "acc_stderr", "acc_gap", "acc_middle_drop", "prompts_skipped"):
             present = [key for key in entry if key.split(",")[0] == column]
             expected = _value(entry, column) if present else None
             assert _num(row[column]) == (expected if isinstance(expected, (int, float)) else None), (task, k, column)
@@ -68,15 +73,15 @@ def test_litm_section_scripted_exact(litm_scripted, tmp_path):
         if drop is not None:
             assert math.isclose(float(row["acc_middle_drop"]), drop), key
     assert summary[("litm_qa_10docs_qac", 10)]["variant"] == "query-aware"
-    assert summary[("litm_kv_generated", 8)]["skipped_too_long"] == "8.0"
-    assert summary[("litm_kv_generated", 4)]["skipped_too_long"] == ""  # no context length: not checked
+    assert summary[("litm_kv_generated", 8)]["prompts_skipped"] == "8.0"
+    assert summary[("litm_kv_generated", 4)]["prompts_skipped"] == ""  # no context length: not checked
 
-    positions = read_csv(out / "tables/litm_positions.csv")
+    positions = [r for r in read_csv(out / "tables/litm_positions.csv") if r["source"] == "results file"]
     by = {(r["task"], int(r["k"]), int(r["position"])): r for r in positions}
     assert [by[("litm_qa_20docs", 20, p)]["acc"] for p in (1, 5, 10, 15, 20)] == ["1.0", "0.0", "0.5", "0.0", "0.0"]
     assert [by[("litm_kv_75keys", 75, p)]["acc"] for p in (1, 25, 50, 75)] == ["1.0", "0.0", "0.0", "0.5"]
     assert math.isclose(float(by[("litm_kv_75keys", 75, 25)]["depth"]), 24 / 74)
-    assert [by[("litm_kv_generated", 8, p)]["skipped_too_long"] for p in range(1, 9)] == ["1.0"] * 8
+    assert [by[("litm_kv_generated", 8, p)]["prompts_skipped"] for p in range(1, 9)] == ["1.0"] * 8
     assert [by[("litm_kv_generated", 4, p)]["acc"] for p in range(1, 5)] == ["1.0", "0.0", "0.0", "1.0"]
     for row in positions:
         entry = results[(row["task"], int(row["k"]))]
@@ -97,3 +102,42 @@ def test_no_heatmap_with_a_single_length(litm_scripted, tmp_path):
     build_report([str(litm_scripted / "qa"), str(litm_scripted / "kv4")], out)
     assert (out / "figures/litm_qa_curves.png").exists() and (out / "figures/litm_kv_curves.png").exists()
     assert not (out / "figures/litm_kv_heatmap.png").exists()
+
+
+RESULTS = FIXTURES / "results" / "litm"
+
+
+def test_litm_section_hand_written(tmp_path):
+    """Two runs of one model (max_length 512 and 1024): 20-document QA with 2 prompts skipped at position 20,
+    closed-book, and a generated KV task whose every prompt was skipped."""
+    from lm_eval_ext.report.build import build_report
+
+    out = tmp_path / "report"
+    report = build_report([str(RESULTS)], out, published=False)
+    assert [m.label for m in report.models] == ["org/tiny-litm"]  # one model, whatever its max_length
+    summary = {r["task"]: r for r in read_csv(out / "tables/litm_summary.csv")}
+    assert list(summary) == ["litm_kv_generated", "litm_qa_20docs", "litm_qa_closedbook"]
+    qa = summary["litm_qa_20docs"]
+    assert (float(qa["acc"]), float(qa["acc_gap"]), qa["prompts_skipped"], qa["prompts_truncated"]) == (28 / 48, 0.4, "2.0", "0.0")
+    assert summary["litm_kv_generated"]["acc"] == "" and summary["litm_kv_generated"]["prompts_skipped"] == "8.0"
+    positions = {(r["task"], r["position"]): r for r in read_csv(out / "tables/litm_positions.csv")}
+    assert positions[("litm_qa_20docs", "20")]["prompts_skipped"] == "2.0"
+    assert positions[("litm_qa_20docs", "20")]["acc"] == "0.75"
+    assert [positions[("litm_kv_generated", str(p))]["acc"] for p in range(1, 5)] == [""] * 4
+
+    page = (out / "report.html").read_text()
+    # no empty axes: the KV task with nothing to draw is a sentence, and no KV figure is made
+    assert ("Key-value retrieval: nothing to draw for org/tiny-litm · litm_kv_generated (4 pairs): every prompt was "
+            "skipped as too long (8 skipped).") in page
+    assert not (out / "figures/litm_kv_curves.png").exists() and not (out / "figures/litm_kv_heatmap.png").exists()
+    assert_images(out / "figures/litm_qa_curves.png", out / "figures/litm_qa_curves.svg")
+    assert ("Prompts longer than the model&#x27;s context were skipped (not sent to the model, not scored): "
+            "org/tiny-litm · litm_kv_generated (4 pairs): 8; org/tiny-litm · litm_qa_20docs: 2.") in page
+    # the two runs' differences are listed, one row per model everywhere
+    assert "org/tiny-litm: config.batch_size = 1, 8; max_length = 512, 1024" in page
+    # the run with skipped prompts is partial, the other complete
+    runs = {r["results_file"].rsplit("/", 2)[-2]: r for r in read_csv(out / "tables/runs.csv")}
+    assert runs["max512"]["status"] == "partial" and runs["max1024"]["status"] == "complete"
+    assert runs["max512"]["status_reasons"] == ("litm_kv_generated: 8 prompt(s) skipped as too long for the model; "
+                                                "litm_qa_20docs: 2 prompt(s) skipped as too long for the model")
+    assert page.count('<p class="banner partial">') == 1

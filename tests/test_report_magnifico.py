@@ -1,6 +1,6 @@
-"""The MAGNIFICo section on result directories written by the real harness (scripted SQL).
-
-The expected numbers are worked out by hand in test_report_fixtures.py (magnifico_scripted).
+"""The MAGNIFICo section: on result directories written by the real harness (scripted SQL; the expected
+numbers are worked out by hand in helpers/scripted.py), and on a hand-written results file
+(tests/fixtures/results/magnifico) where rel_perf is undefined for one task.
 """
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from test_report_fixtures import assert_images, magnifico_scripted, read_csv  # noqa: F401
+from helpers.files import FIXTURES, assert_images, read_csv
 
 pytestmark = pytest.mark.filterwarnings("ignore")
 
@@ -33,7 +33,7 @@ def test_magnifico_section_scripted_exact(magnifico_scripted, tmp_path):
     build_report([f"sql={magnifico_scripted}"], out)
     results = _results(magnifico_scripted)
 
-    summary = {r["task"]: r for r in read_csv(out / "tables/magnifico_summary.csv")}
+    summary = {r["task"]: r for r in read_csv(out / "tables/magnifico_summary.csv") if r["source"] == "results file"}
     assert set(summary) == {t for t in results if t.startswith("magnifico_")}
     for task, row in summary.items():
         raw = {k.split(",")[0]: v for k, v in results[task].items() if "," in k}
@@ -67,9 +67,35 @@ def test_magnifico_section_scripted_exact(magnifico_scripted, tmp_path):
         kept = [float(r["rel_perf"]) for (t, _), r in per.items() if t == task and r["status"] == "kept"]
         assert math.isclose(sum(kept) / len(kept), float(row["rel_perf"])), task
 
-    for name in ("magnifico_forms", "magnifico_interpretations", "magnifico_positions", "magnifico_multi_phrase"):
+    for name in ("magnifico_forms", "magnifico_interpretations", "magnifico_positions", "magnifico_multi_phrase",
+                 "magnifico_table3"):
         assert_images(out / "figures" / f"{name}.png", out / "figures" / f"{name}.svg")
     page = (out / "report.html").read_text()
     assert "Interpretations left out because their base EX is under 5%" in page
     assert "sql · magnifico_dialogue_end_plausible: 1" in page
     assert "excluded before scoring" in page  # baseball_1 is not in the mirror
+
+
+def test_undefined_rel_perf_is_na_with_the_reason(tmp_path):
+    """magnifico_direct_plausible: both interpretations' base EX under 5%, so rel_perf is undefined."""
+    from lm_eval_ext.report.build import build_report
+
+    out = tmp_path / "report"
+    report = build_report([str(FIXTURES / "results" / "magnifico")], out, published=False)
+    summary = {r["task"]: r for r in read_csv(out / "tables/magnifico_summary.csv")}
+    plausible = summary["magnifico_direct_plausible"]
+    assert plausible["rel_perf"] == "" and plausible["interp_left_out"] == "2.0"
+    assert plausible["rel_perf_note"] == ("n/a: every interpretation's base EX is under 5% (2 left out), so no "
+                                          "interpretation is kept")
+    foreign = summary["magnifico_direct_foreign"]
+    assert foreign["rel_perf"] == "50.0" and foreign["rel_perf_note"] == ""
+    page = (out / "report.html").read_text()
+    assert "rel_perf is n/a (undefined) for org/tiny-sql · magnifico_direct_plausible: every interpretation" in page
+    # the forms figure writes n/a where the plausible bar would be, and its caption says why
+    (section,) = [s for s in report.sections if s.key == "magnifico"]
+    (forms,) = [b for b in section.blocks if getattr(b, "name", None) == "magnifico_forms"]
+    (ax,) = forms.figure.axes
+    assert [t.get_text() for t in ax.texts] == ["n/a"]
+    assert ax.get_xlim() == (-0.5, 0.5)  # the n/a slot is inside the axes
+    assert "n/a: rel_perf undefined, every interpretation's base EX under 5%" in forms.caption
+    assert "excluded before scoring: org/tiny-sql · magnifico_direct_foreign: 3 (missing Spider database)" in page

@@ -60,7 +60,7 @@ def _lieder_files(config: dict) -> list[DataFile]:
 
 def _litm_headline(task: str, metrics: dict[str, float]) -> list[str]:
     positions = sorted((name for name in metrics if name.startswith("acc_pos_")), key=lambda n: int(n.rsplit("_", 1)[1]))
-    fixed = ("acc", "acc_gap", "acc_middle_drop", "skipped_too_long", "truncated_too_long")
+    fixed = ("acc", "acc_gap", "acc_middle_drop", "prompts_skipped", "prompts_truncated")
     return [name for name in fixed if name in metrics] + positions
 
 
@@ -92,7 +92,7 @@ def _magnifico_files(config: dict) -> list[DataFile]:
 
 def _elitr_headline(task: str, metrics: dict[str, float]) -> list[str]:
     names = ("score", "score_who", "score_what", "score_when", "score_howmany", "score_begin", "score_middle", "score_end",
-             "score_several", "score_diff", "middle_pvalue", "judge_failures", "truncated")
+             "score_several", "score_diff", "middle_pvalue", "judge_failures", "prompts_truncated")
     return [name for name in names if name in metrics]
 
 

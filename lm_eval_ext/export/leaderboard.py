@@ -2,7 +2,10 @@
 
 One record per model (all its runs), in the layout of ``schema/leaderboard.schema.json``
 (docs/leaderboard.md describes each field). A task run several times is taken from the
-newest run, as in the report.
+newest run, as in the report. The record says whether its numbers are partial or truncated
+(:mod:`lm_eval_ext.results.status`), carries LIEDER's human-baseline comparison and novelty test
+(:mod:`lm_eval_ext.results.lieder`, the same functions as the report) and, when given, the
+validation of the ELITR-Bench judge (:mod:`.judge_validation`).
 """
 from __future__ import annotations
 
@@ -14,10 +17,12 @@ from .. import __version__
 from ..data import DataError, dataset_files, get_spec
 from ..data.registry import MANIFEST_PATH
 from ..elitr.seed_summary import summarize
-from ..report.load import Model, Run
+from ..results.lieder import family_mean, novelty_tests, read_human_baseline
+from ..results.load import Model, Run
+from ..results.status import PARTIAL, TRUNCATED, run_status
 from .benchmarks import BENCHMARKS, benchmark_of
 
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "1.1"
 
 
 def _sha256_file(path: Path) -> str:
@@ -37,6 +42,7 @@ def _run_entry(run: Run, tasks: list[str]) -> dict:
         "gen_kwargs": config.get("gen_kwargs") or {},
         "seeds": {name: config.get(key) for name, key in
                   (("random", "random_seed"), ("numpy", "numpy_seed"), ("torch", "torch_seed"), ("fewshot", "fewshot_seed"))},
+        "limit": config.get("limit"),
         "apply_chat_template": bool(run.data.get("chat_template")),
         "chat_template_sha": run.data.get("chat_template_sha"),
         "system_instruction_sha": run.data.get("system_instruction_sha"),
@@ -53,7 +59,7 @@ def _task_entry(run: Run, run_index: int, task: str) -> dict:
         "benchmark": benchmark_of(task).key,
         "run": run_index,
         "version": None if run.version(task) is None else str(run.version(task)),
-        "is_group": task in (run.data.get("groups") or {}) or task in (run.data.get("group_subtasks") or {}),
+        "is_group": run.is_group(task),
         "n_samples": n_samples,
         "num_fewshot": (run.data.get("n-shot") or {}).get(task),
         "output_type": config.get("output_type"),
@@ -117,13 +123,63 @@ def _seeds_entry(model: Model, benchmark, tasks: dict[str, dict]) -> dict:
     return entry
 
 
-def leaderboard_record(model: Model, exported_at: str) -> dict | None:
-    """The record of one model, or None when it ran none of the plugin's tasks."""
-    chosen: dict[str, tuple[Run, dict]] = {}
-    for task in model.tasks:
-        if benchmark_of(task):
-            run = model.latest(task)
-            chosen[task] = (run, run.metrics(task))
+def _lieder_derived(model: Model) -> dict:
+    """LIEDER's human-baseline comparison and base vs diff novelty test, from the sample logs of the newest
+    lieder_base and lieder_diff runs (each null, with a note, when it cannot be computed)."""
+    notes = []
+    base_run, diff_run = model.latest("lieder_base"), model.latest("lieder_diff")
+    base = base_run.samples("lieder_base") if base_run else None
+    diff = diff_run.samples("lieder_diff") if diff_run else None
+    human_entry = None
+    if base is None:
+        notes.append("human baseline comparison: needs lieder_base run with --log_samples")
+    else:
+        try:
+            human = read_human_baseline()
+        except DataError as err:
+            notes.append(f"human baseline comparison: {err}")
+        else:
+            human_entry = {"families": list(human.families), "human": human.scopes(),
+                           "model": {name: family_mean(base, name, human.families) for name in human.scopes()}}
+    tests = None
+    if base is None or diff is None:
+        notes.append("novelty test: needs lieder_base and lieder_diff runs with --log_samples")
+    else:
+        tests = [{"metric": t.metric, "scope": t.scope, "n_groups": t.test.n, "base_acc": t.base_acc,
+                  "diff_acc": t.diff_acc, "groups_up": t.test.up, "groups_down": t.test.down, "groups_tied": t.test.ties,
+                  "p_two_sided": t.test.p_two_sided, "p_diff_gt_base": t.test.p_greater} for t in novelty_tests(base, diff)]
+    return {"human_baseline": human_entry, "novelty_test": tests, "notes": notes}
+
+
+def _status_entry(runs: list[Path], chosen: dict[str, Run], allowed: bool) -> dict:
+    """Whether the record is partial or truncated, and why: the flags of each run over the tasks taken from it."""
+    reasons = []
+    for index, path in enumerate(runs):
+        tasks = [task for task, run in chosen.items() if run.path == path]
+        for flag in run_status(chosen[tasks[0]], tasks).flags:
+            reasons.append({"kind": flag.kind, "task": flag.task, "run": index, "reason": flag.reason})
+    return {
+        "partial": any(reason["kind"] == PARTIAL for reason in reasons),
+        "truncated": any(reason["kind"] == TRUNCATED for reason in reasons),
+        "allowed_partial": allowed,
+        "reasons": reasons,
+    }
+
+
+def chosen_tasks(model: Model) -> dict[str, Run]:
+    """The plugin's tasks of a model, each with the newest run that has it."""
+    return {task: model.latest(task) for task in model.tasks if benchmark_of(task)}
+
+
+def leaderboard_record(model: Model, exported_at: str, *, allow_partial: bool = False,
+                       judge_validation: list[dict] | None = None) -> dict | None:
+    """The record of one model, or None when it ran none of the plugin's tasks.
+
+    ``allow_partial`` is recorded (``status.allowed_partial``): the caller has decided to export a
+    partial record. ``judge_validation``: entries of :func:`.judge_validation.read_validation`.
+    """
+    newest_runs = chosen_tasks(model)
+    chosen: dict[str, tuple[Run, dict]] = {task: (run, run.metrics(task)) for task, run in newest_runs.items()}
     if not chosen:
         return None
     runs = list(dict.fromkeys(run.path for run, _ in chosen.values()))
@@ -142,9 +198,12 @@ def leaderboard_record(model: Model, exported_at: str) -> dict | None:
             seeds = _seeds_entry(model, benchmark, mine)
             if seeds:
                 benchmarks[benchmark.key]["seeds"] = seeds
+    if "lieder" in benchmarks:
+        benchmarks["lieder"]["derived"] = _lieder_derived(model)
     return {
         "schema_version": SCHEMA_VERSION,
         "exported_at": exported_at,
+        "status": _status_entry(runs, newest_runs, allow_partial),
         "model": {
             "label": model.label,
             "source": newest.model_source,
@@ -163,6 +222,8 @@ def leaderboard_record(model: Model, exported_at: str) -> dict | None:
         "tasks": {task: _task_entry(run, index[run.path], task) for task, (run, _) in sorted(chosen.items())},
         "benchmarks": benchmarks,
         "judge": _judge_entry(chosen),
+        # only a judged record needs the judge's validation
+        "judge_validation": (judge_validation or None) if _judge_entry(chosen) else None,
         "data": _data_entry(chosen),
     }
 
@@ -175,6 +236,7 @@ def csv_row(record: dict) -> dict[str, object]:
         "model_name": record["model"]["name"],
         "lm_eval_version": record["versions"]["lm_eval"],
         "lm_eval_ext_version": record["versions"]["lm_eval_ext"],
+        "status": "partial" if record["status"]["partial"] else "truncated" if record["status"]["truncated"] else "complete",
     }
     for benchmark in record["benchmarks"].values():
         row.update(benchmark["headline"])

@@ -20,14 +20,20 @@ def leaderboard_schema() -> dict:
     return json.loads(resources.files(__package__).joinpath("schema", SCHEMA_FILE).read_text(encoding="utf-8"))
 
 
-def validate_record(record: dict) -> None:
-    """Raise ExportError listing every way ``record`` breaks the schema (nothing is written then)."""
+def schema_problems(record) -> list[str]:
+    """Every way ``record`` breaks the schema, as ``<path>: <message>`` (empty when it is valid)."""
     from jsonschema import Draft202012Validator, FormatChecker
 
     validator = Draft202012Validator(leaderboard_schema(), format_checker=FormatChecker())
-    errors = sorted(validator.iter_errors(record), key=lambda e: list(e.absolute_path))
+    errors = sorted(validator.iter_errors(record), key=lambda e: [str(part) for part in e.absolute_path])
+    return [f"{'/'.join(map(str, e.absolute_path)) or '(top)'}: {e.message}" for e in errors]
+
+
+def validate_record(record: dict) -> None:
+    """Raise ExportError listing every way ``record`` breaks the schema (nothing is written then)."""
+    errors = schema_problems(record)
     if errors:
-        where = "; ".join(f"{'/'.join(map(str, e.absolute_path)) or '(top)'}: {e.message}" for e in errors[:5])
+        where = "; ".join(errors[:5])
         raise ExportError(
             f"The leaderboard record of model {record.get('model', {}).get('label')!r} does not match "
             f"{SCHEMA_FILE} ({len(errors)} problem(s): {where}). This is a bug in lm-eval-ext; please report it "

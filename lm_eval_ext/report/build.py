@@ -1,4 +1,8 @@
-"""Building a report: load the runs, build every section, write figures, tables and the page."""
+"""Building a report: load the runs, build every section, write figures, tables and the page.
+
+The inputs are read and every section is built before anything is written, so a wrong input
+leaves no output directory behind; files are written atomically (:mod:`lm_eval_ext.results.output`).
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -6,9 +10,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from .. import __version__
+from ..published import Published, load_published
+from ..results.load import Model, load_models
+from ..results.output import output_dir, write_text
+from ..results.status import run_status
 from .blocks import Figure, Note, Section, Table
 from .html import render_page, render_section
-from .load import Model, load_models
 from .sections import SECTIONS, runs
 from .write import write_figure, write_table
 
@@ -22,13 +29,24 @@ class Report:
     page: Path
     models: list[Model]
     sections: list[Section]
+    banners: list[tuple[str, str]] = field(default_factory=list)
     figures: list[Path] = field(default_factory=list)
     tables: list[Path] = field(default_factory=list)
 
 
-def build_sections(models: list[Model]) -> list[Section]:
-    """The section of every benchmark some model ran, then the inventory of the runs read."""
-    built = [section for module in SECTIONS if (section := module.build(models)) is not None]
+def benchmarks_of(models: list[Model]) -> list[str]:
+    """The keys of the benchmarks some model ran (the sections that will show)."""
+    return [module.KEY for module in SECTIONS
+            if any(task.startswith(module.PREFIX) for model in models for task in model.tasks)]
+
+
+def build_sections(models: list[Model], published: Published | None = None) -> list[Section]:
+    """The section of every benchmark some model ran, then the inventory of the runs read.
+
+    ``published``: the published numbers to draw beside the models (None: none).
+    """
+    built = [section for module in SECTIONS
+             if (section := module.build(models, published.for_benchmark(module.KEY) if published else None)) is not None]
     inventory = runs.build(models)
     if not built:
         inventory.blocks.append(Note("No lm-eval-ext benchmark task (LIEDER, Lost in the Middle, MAGNIFICo, "
@@ -36,13 +54,27 @@ def build_sections(models: list[Model]) -> list[Section]:
     return built + [inventory]
 
 
-def build_report(specs: list[str], out: str | Path, title: str | None = None) -> Report:
-    """Read the runs named by ``specs`` (``[LABEL=]PATH``) and write the report into ``out``."""
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+def run_banners(models: list[Model]) -> list[tuple[str, str]]:
+    """(kind, text) of every run that is partial or truncated, for the top of the page."""
+    banners = []
+    for model in models:
+        for run in model.runs:
+            status = run_status(run)
+            if status.flags:
+                banners.append((status.label, f"{model.label} · {run.path}: {status.summary()}."))
+    return banners
+
+
+def build_report(specs: list[str], out: str | Path, title: str | None = None, published: bool = True) -> Report:
+    """Read the runs named by ``specs`` (``[LABEL=]PATH``) and write the report into ``out``.
+
+    ``published``: draw the models each paper evaluated beside the runs' models.
+    """
     models = load_models(specs)
-    sections = build_sections(models)
-    report = Report(out / PAGE, models, sections)
+    numbers = load_published(benchmarks_of(models)) if published else None
+    sections = build_sections(models, numbers)
+    out = output_dir(out)
+    report = Report(out / PAGE, models, sections, run_banners(models))
     rendered = []
     for section in sections:
         files: dict[int, object] = {}
@@ -55,6 +87,8 @@ def build_report(specs: list[str], out: str | Path, title: str | None = None) ->
                 report.tables.append(path)
         rendered.append((section.key, section.title, render_section(section, files, out)))
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    subtitle = f"{len(models)} model(s): {', '.join(m.label for m in models)}. Generated {stamp} by lm-eval-ext {__version__}."
-    report.page.write_text(render_page(title or "lm-eval-ext report", subtitle, rendered), encoding="utf-8")
+    subtitle = (f"{len(models)} model(s): {', '.join(m.label for m in models)}. "
+                f"{'Published models drawn beside them (grey).' if published else 'Published models not shown.'} "
+                f"Generated {stamp} by lm-eval-ext {__version__}.")
+    write_text(report.page, render_page(title or "lm-eval-ext report", subtitle, rendered, report.banners))
     return report

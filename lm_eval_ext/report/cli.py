@@ -16,6 +16,9 @@ def add_report_parser(subparsers) -> None:
     parser.add_argument("results", nargs="+", metavar="[LABEL=]RESULTS", help="results directory or file")
     parser.add_argument("--output", "-o", default="report", help="directory to write into (default: ./report)")
     parser.add_argument("--title", default=None, help="page title (default: 'lm-eval-ext report')")
+    parser.add_argument("--no-published", dest="published", action="store_false",
+                        help="do not draw the models each paper evaluated beside yours (drawn by default, in grey, "
+                             "with their source)")
     parser.set_defaults(func=run_report)
 
 
@@ -23,7 +26,9 @@ def run_report(args) -> int:
     """Build the report and print where it is."""
     from .build import build_report
 
-    report = build_report(args.results, args.output, args.title)
+    report = build_report(args.results, args.output, args.title, published=args.published)
     print(f"wrote {report.page} ({len(report.sections) - 1} benchmark section(s), "
           f"{len(report.figures) // 2} figure(s) as PNG + SVG, {len(report.tables)} CSV table(s))")
+    for kind, text in report.banners:
+        print(f"{kind.upper()} run: {text}")
     return 0

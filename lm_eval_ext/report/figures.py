@@ -6,10 +6,13 @@ renders on headless machines.
 """
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 from matplotlib import colormaps, rc_context
 from matplotlib.figure import Figure
+
+from ..results.output import write_bytes
 
 # Dates and tool versions are left out so that the same results give byte-identical files.
 _METADATA = {"png": {"Software": None}, "svg": {"Date": None, "Creator": None}}
@@ -26,12 +29,30 @@ def model_color(index: int):
     return colormaps["tab10"](index % 10)
 
 
-def save(figure: Figure, directory: Path, name: str) -> tuple[Path, Path]:
-    """Write ``<name>.png`` and ``<name>.svg`` into ``directory``; returns both paths."""
-    directory.mkdir(parents=True, exist_ok=True)
-    png, svg = directory / f"{name}.png", directory / f"{name}.svg"
+# Published models are drawn in greys with hollow markers, so they never look like the user's models.
+PUBLISHED_MARKERS = ("o", "s", "^", "v", "D", "P", "X", "<", ">", "p", "h", "*")
+
+
+def published_color(index: int, count: int):
+    """The grey of the ``index``-th of ``count`` published models (darker to lighter)."""
+    return str(round(0.15 + 0.55 * index / max(count - 1, 1), 3))
+
+
+def published_marker(index: int) -> str:
+    """The marker of the ``index``-th published model."""
+    return PUBLISHED_MARKERS[index % len(PUBLISHED_MARKERS)]
+
+
+def render(figure: Figure, kind: str) -> bytes:
+    """The figure as PNG (``kind`` "png", at :data:`DPI`) or SVG bytes."""
+    buffer = io.BytesIO()
     # A fixed salt makes the SVG's element ids the same from one run to the next.
     with rc_context({"svg.hashsalt": "lm-eval-ext"}):
-        figure.savefig(png, format="png", dpi=DPI, metadata=_METADATA["png"])
-        figure.savefig(svg, format="svg", metadata=_METADATA["svg"])
-    return png, svg
+        figure.savefig(buffer, format=kind, metadata=_METADATA[kind], **({"dpi": DPI} if kind == "png" else {}))
+    return buffer.getvalue()
+
+
+def save(figure: Figure, directory: Path, name: str) -> tuple[Path, Path]:
+    """Write ``<name>.png`` and ``<name>.svg`` into ``directory`` (atomically); returns both paths."""
+    return (write_bytes(directory / f"{name}.png", render(figure, "png")),
+            write_bytes(directory / f"{name}.svg", render(figure, "svg")))

@@ -30,6 +30,10 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; }
 th { background: #f6f8fa; }
 .note { background: #fff8c5; border-left: 4px solid #d4a72c; padding: .5em 1em; }
 .scroll { overflow-x: auto; }
+.banner { padding: .6em 1em; margin: .4em 0; border-radius: 4px; border: 1px solid; }
+.banner.partial { background: #ffebe9; border-color: #cf222e; }
+.banner.truncated { background: #fff8c5; border-color: #d4a72c; }
+.banner strong { text-transform: uppercase; margin-right: .5em; }
 """
 
 
@@ -94,10 +98,14 @@ def render_section(section: Section, files: dict[int, object], out: Path) -> str
     return "".join(parts)
 
 
-def render_page(title: str, subtitle: str, sections_html: list[tuple[str, str, str]]) -> str:
-    """The whole page; ``sections_html`` is ``[(anchor, heading, html)]`` in display order."""
+def render_page(title: str, subtitle: str, sections_html: list[tuple[str, str, str]],
+                banners: list[tuple[str, str]] = ()) -> str:
+    """The whole page; ``sections_html`` is ``[(anchor, heading, html)]`` in display order, ``banners``
+    ``[(kind, text)]`` (kind ``partial`` or ``truncated``) shown above everything, one per run."""
     toc = "".join(f'<li><a href="#{html.escape(key)}">{html.escape(heading)}</a></li>' for key, heading, _ in sections_html)
-    body = "".join(part for _, _, part in sections_html)
+    body = "".join(f'<p class="banner {html.escape(kind)}"><strong>{html.escape(kind)} run</strong>{html.escape(text)}</p>'
+                   for kind, text in banners)
+    body += "".join(part for _, _, part in sections_html)
     return (
         "<!DOCTYPE html>\n"
         f'<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">'

@@ -1,10 +1,12 @@
-"""Writing a section's figures (PNG + SVG) and tables (CSV) into the report directory."""
+"""Writing a section's figures (PNG + SVG) and tables (CSV) into the report directory (atomically)."""
 from __future__ import annotations
 
 import csv
+import io
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..results.output import write_text
 from .blocks import Figure, Table
 from .figures import save
 
@@ -36,12 +38,9 @@ def _cell(value) -> str:
 
 
 def write_table(table: Table, out: Path) -> Path:
-    """Save ``tables/<name>.csv`` under ``out`` (header row, then one line per row)."""
-    directory = out / TABLES_DIR
-    directory.mkdir(parents=True, exist_ok=True)
-    path = directory / f"{table.name}.csv"
-    with open(path, "w", encoding="utf-8", newline="") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(table.columns)
-        writer.writerows([_cell(value) for value in row] for row in table.rows)
-    return path
+    """Save ``tables/<name>.csv`` under ``out`` (header row, then one line per row), atomically."""
+    text = io.StringIO(newline="")
+    writer = csv.writer(text)
+    writer.writerow(table.columns)
+    writer.writerows([_cell(value) for value in row] for row in table.rows)
+    return write_text(out / TABLES_DIR / f"{table.name}.csv", text.getvalue())

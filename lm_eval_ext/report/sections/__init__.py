@@ -1,7 +1,8 @@
-"""One module per benchmark; each has ``TITLE`` and ``build(models) -> Section | None``.
+"""One module per benchmark; each has ``TITLE``, ``KEY`` and ``build(models, published) -> Section | None``.
 
 A section is built only from metrics the benchmark's tasks write (results files and
-sample logs); it returns None when no model ran the benchmark.
+sample logs), and from the benchmark's published numbers (``published``, None with
+``--no-published``); it returns None when no model ran the benchmark.
 """
 from . import elitr, lieder, litm, magnifico
 

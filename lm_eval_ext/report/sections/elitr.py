@@ -3,13 +3,19 @@
 Everything comes from the results files, as tasks/elitr_bench defines it: ``score`` (mean
 judge score, 1-10), ``score_<type>``, ``score_<position>``, ``score_diff``,
 ``middle_pvalue`` (the one-tailed Welch t-test "middle-position questions score lower"),
-``judge_failures``, ``truncated``; the judge's identity is what each task recorded under
+``judge_failures``, ``prompts_truncated``; the judge's identity is what each task recorded under
 ``configs.<task>.metadata.judge``. A task's setting (set, split, language, mode) is read from
 its recorded ``dataset_kwargs`` (question_set, split, language, mode).
 
 Seeds (the paper: test2 with seeds 2023, 2024, 2025, mean +- sample standard deviation): a
 model's runs of the same task with different ``--seed`` (the newest run per seed) are
-summarised with the plugin's own seed summary (:func:`lm_eval_ext.elitr.seed_summary.summarize`).
+summarised with the plugin's own seed summary (:func:`lm_eval_ext.elitr.seed_summary.summarize`). A
+single seed gets no error bar (the figure says "1 seed"). When the judge failed on some answers
+the task's ``score`` is undefined (judging is incomplete and can be resumed): shown as "n/a".
+
+The published models (:mod:`lm_eval_ext.published.elitr`: the released answers with the paper's
+GPT-4 judge scores) are drawn as grey markers beside the bars of the same setting and split, and
+listed in the scores table.
 """
 from __future__ import annotations
 
@@ -18,11 +24,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...elitr.seed_summary import summarize
+from ...published import Published
+from ...results.load import Model, Run
 from ..blocks import Figure, Note, Section, Table
-from ..figures import model_color, new_figure
-from ..load import Model, Run, TaskRun
+from ..figures import model_color, new_figure, published_color, published_marker
+from .common import OWN_SOURCE, TaskRun, citations, published_label, published_notes, source_text
 
 TITLE = "ELITR-Bench"
+KEY = "elitr_bench"
 PREFIX = "elitr_bench_"
 TYPES = ("who", "what", "when", "howmany")
 POSITIONS = ("begin", "middle", "end", "several")
@@ -36,7 +45,8 @@ INTRO = (
     "judge against a reference answer. Settings: QA single-turn (a fresh prompt per question), QA multi-turn and "
     "Conv multi-turn (a meeting's questions in one conversation; Conv rewrites some with pronouns). Answer "
     "positions: begin/middle/end of the transcript, or several places. middle_pvalue: one-tailed Welch t-test "
-    "that middle-position questions score lower than the others. Judge failures are excluded from every mean."
+    "that middle-position questions score lower than the others. When the judge failed on some answers, score is "
+    "undefined (n/a) until judging is resumed; judge_failures counts them."
 )
 
 
@@ -58,6 +68,11 @@ class Setting(TaskRun):
     @property
     def judge(self) -> dict | None:
         return (self.run.task_config(self.task).get("metadata") or {}).get("judge")
+
+    @property
+    def seeds(self) -> int:
+        """How many seeds the shown score stands for (1 without seed runs)."""
+        return max(len(self.seed_runs), 1)
 
     def seed_summary(self) -> dict[str, dict] | None:
         """{metric: {mean, std, n, values}} over the seed runs (None with fewer than two seeds)."""
@@ -84,16 +99,22 @@ def settings_of(models: list[Model]) -> list[Setting]:
     return sorted(found, key=lambda s: (s.index, s.language, order.get((s.set, s.mode), 9), s.split, s.task))
 
 
-def build(models: list[Model]) -> Section | None:
+def build(models: list[Model], published: Published | None = None) -> Section | None:
     """The section for every model with an ELITR-Bench task, or None."""
     settings = settings_of(models)
     if not settings:
         return None
-    section = Section("elitr_bench", TITLE, INTRO)
+    section = Section(KEY, TITLE, INTRO)
     section.blocks += _notes(settings)
+    section.blocks += [Note(text) for text in published_notes(published)]
+    if published is not None:  # the published numbers of the tasks the report's models ran
+        published = Published([n for n in published.numbers if n.task in {s.task for s in settings}])
     shown = [m for m in models if any(s.model is m for s in settings)]
-    section.blocks += [_settings_figure(shown, settings), _breakdown_figure(shown, settings),
-                       _scores_table(settings)]
+    if any(_score(s) is not None for s in settings):
+        section.blocks.append(_settings_figure(shown, settings, published))
+    if any(s.metrics.get(f"score_{n}") is not None for s in settings for n in (*TYPES, *POSITIONS)):
+        section.blocks.append(_breakdown_figure(shown, settings))
+    section.blocks.append(_scores_table(settings, published))
     seeds = _seeds_table(settings)
     if seeds.rows:
         section.blocks.append(seeds)
@@ -110,43 +131,87 @@ def _notes(settings: list[Setting]) -> list[Note]:
     unjudged = [f"{s.model.label} · {s.task}" for s in settings if not s.judge]
     if unjudged:
         notes.append(Note("No judge record for " + "; ".join(unjudged) + "."))
-    for name, what in (("judge_failures", "answers the judge could not score (excluded from the means)"),
-                       ("truncated", "prompts whose transcript was shortened to fit the model")):
+    for name, what in (("judge_failures", "answers the judge could not score (score is n/a until judging is "
+                                           "resumed)"),
+                       ("prompts_truncated", "prompts whose transcript was shortened to fit the model")):
         hits = [f"{s.model.label} · {s.task}: {int(s.metrics[name])}" for s in settings if s.metrics.get(name)]
         if hits:
-            notes.append(Note(f"{what.capitalize()}: " + "; ".join(hits) + "."))
+            notes.append(Note(f"{what[0].upper() + what[1:]}: " + "; ".join(hits) + "."))
+    undefined = [f"{s.model.label} · {s.task}" for s in settings if _score(s) is None]
+    if undefined:
+        notes.append(Note("No score to show (n/a) for " + "; ".join(undefined) + ": the judge failed on some answers "
+                          "(judge_failures), so the mean would leave them out; rerun with the same judge cache to "
+                          "resume judging."))
     return notes
 
 
-def _settings_figure(models: list[Model], settings: list[Setting]) -> Figure:
+def _score(s: Setting) -> tuple[float, float | None] | None:
+    """The score a figure shows (the mean over seeds with their sd, or the newest run's score and no sd);
+    None when undefined."""
+    summary = s.seed_summary()
+    if summary and "score" in summary:
+        return summary["score"]["mean"], summary["score"].get("std")
+    return (s.metrics["score"], None) if "score" in s.metrics else None
+
+
+def _settings_figure(models: list[Model], settings: list[Setting], published: Published | None) -> Figure:
     groups = list(dict.fromkeys(s.name for s in settings))
     splits = list(dict.fromkeys(s.split for s in sorted(settings, key=lambda s: s.split)))
     bars = [(i, m, split) for i, m in enumerate(models) for split in splits
             if any(s.model is m and s.split == split for s in settings)]
-    fig = new_figure(max(6.0, 1.6 * len(groups) + 3.2), 4.0)
+    names = published.models() if published else []
+    task_of = {(s.name, s.split): s.task for s in settings}
+    # the published models get a lane of their own per split, right of the bars
+    lanes = [split for split in splits if any(published.get(n, task_of[(g, split)], "score") for n in names
+                                               for g in groups if (g, split) in task_of)] if names else []
+    fig = new_figure(max(6.0, 1.6 * len(groups) + 3.2), 4.2)
     ax = fig.subplots()
     x = np.arange(len(groups))
-    width = 0.8 / max(len(bars), 1)
+    width = 0.8 / max(len(bars) + len(lanes), 1)
     for j, (i, model, split) in enumerate(bars):
-        heights, errors = [], []
-        for group in groups:
+        for group, position in zip(groups, x - 0.4 + width * (j + 0.5)):
             match = [s for s in settings if s.model is model and s.split == split and s.name == group]
-            summary = match[0].seed_summary() if match else None
-            if summary and "score" in summary:
-                heights.append(summary["score"]["mean"])
-                errors.append(summary["score"].get("std", 0.0))
-            else:
-                heights.append(match[0].metrics.get("score", np.nan) if match else np.nan)
-                errors.append(0.0)
-        ax.bar(x - 0.4 + width * (j + 0.5), heights, width, yerr=errors, capsize=3, color=model_color(i),
-               hatch=SPLIT_HATCH.get(split, ".."), edgecolor="white", label=f"{model.label} · {split}")
+            if not match:
+                continue
+            shown = _score(match[0])
+            if shown is None:
+                ax.text(position, 0.2, "n/a", rotation=90, ha="center", va="bottom", fontsize="x-small",
+                        color=model_color(i))
+                continue
+            mean, sd = shown
+            # an error bar only from two seeds or more: one seed has no spread to show
+            ax.bar(position, mean, width, yerr=None if sd is None else sd, capsize=3 if sd is not None else 0,
+                   color=model_color(i), hatch=SPLIT_HATCH.get(split, ".."), edgecolor="white",
+                   label=f"{model.label} · {split}")
+            seeds = match[0].seeds
+            ax.text(position, 0.2, f"{seeds} seed{'s' if seeds > 1 else ''}", ha="center", va="bottom",
+                    fontsize="xx-small", rotation=90, color="white")
+    caption = ("Bars: score of each task; with runs for two seeds or more, the mean over the seeds with the sample "
+               "standard deviation as error bar (the paper's test2 protocol); a single seed has no error bar (the "
+               "label in the bar gives the number of seeds). n/a: score undefined (judge failures).")
+    for rank, name in enumerate(names):
+        xs, ys = [], []
+        for lane, split in enumerate(lanes):
+            for group, position in zip(groups, x - 0.4 + width * (len(bars) + lane + 0.5)):
+                value = published.value(name, task_of[(group, split)], "score") if (group, split) in task_of else None
+                if value is not None:
+                    xs.append(position)
+                    ys.append(value)
+        ax.plot(xs, ys, linestyle="none", marker=published_marker(rank), markerfacecolor="none", markersize=7,
+                markeredgecolor=published_color(rank, len(names)), label=published_label(name))
+    if lanes:
+        caption += (" Grey hollow markers, right of the bars (one column per split): the models the paper evaluated, "
+                    "their released answers scored by the paper's GPT-4 judge "
+                    f"({citations(published.numbers)}); comparable with the bars only when the bars' judge is the "
+                    "same (see the judge table).")
     ax.set_xticks(x, groups)
+    ax.set_xlim(-0.5, len(groups) - 0.5)
     ax.set_ylim(0, 10.5)
     ax.set_ylabel("mean judge score (1-10)")
-    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
-    return Figure("elitr_settings", "ELITR-Bench: judge score per setting",
-                  "Bars: score of each task; with runs for two seeds or more, the mean over the seeds with the sample "
-                  "standard deviation as error bar (the paper's test2 protocol).", fig)
+    handles, labels = ax.get_legend_handles_labels()
+    unique = dict(zip(labels, handles))
+    ax.legend(unique.values(), unique.keys(), fontsize="small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    return Figure("elitr_settings", "ELITR-Bench: judge score per setting", caption, fig)
 
 
 def _breakdown_figure(models: list[Model], settings: list[Setting]) -> Figure:
@@ -174,19 +239,32 @@ def _breakdown_figure(models: list[Model], settings: list[Setting]) -> Figure:
 
 
 SCORE_COLUMNS = ("score", "score_stderr", *(f"score_{t}" for t in TYPES), *(f"score_{p}" for p in POSITIONS),
-                 "score_diff", "middle_pvalue", "judge_failures", "truncated")
+                 "score_diff", "middle_pvalue", "judge_failures", "prompts_truncated")
 
 
-def _scores_table(settings: list[Setting]) -> Table:
+def _scores_table(settings: list[Setting], published: Published | None) -> Table:
     rows = []
     for s in settings:
         values, errors = s.metrics, s.run.stderr(s.task)
         cells = [errors.get("score") if c == "score_stderr" else values.get(c) for c in SCORE_COLUMNS]
-        rows.append([s.model.label, s.task, s.set, s.split, s.language, s.mode, s.run.seed, *cells])
+        rows.append([s.model.label, s.task, s.set, s.split, s.language, s.mode, s.run.seed, *cells, OWN_SOURCE])
+    seen = set()
+    for name in (published.models() if published else []):
+        for s in settings:
+            number = published.get(name, s.task, "score")
+            if number is None or (name, s.task) in seen:
+                continue
+            seen.add((name, s.task))
+            cells = [published.value(name, s.task, c) if c not in ("score_stderr", "prompts_truncated") else None
+                     for c in SCORE_COLUMNS]
+            rows.append([published_label(name), s.task, s.set, s.split, s.language, s.mode, None, *cells,
+                         source_text(number)])
     return Table("elitr_scores", "Scores per task", ["model", "task", "set", "split", "language", "mode", "seed",
-                                                     *SCORE_COLUMNS], rows,
-                 "The harness's results of each task's newest run. middle_pvalue empty: the test is undefined (fewer "
-                 "than two scores on a side, or no variance).")
+                                                     *SCORE_COLUMNS, "source"], rows,
+                 "The harness's results of each task's newest run. score empty: undefined (judge failures; "
+                 "judging can be resumed). middle_pvalue empty: the test is undefined (fewer than two scores on a "
+                 "side, or no variance). Rows marked (published): the released answers with the paper's GPT-4 "
+                 "judge scores, with the tasks' definitions.")
 
 
 def _seeds_table(settings: list[Setting]) -> Table:

@@ -1,49 +1,47 @@
-"""The LIEDER section: accuracy per property and per comparison, the human baseline, base vs diff.
+"""The LIEDER section: accuracy per property and per comparison, the human baseline, base vs diff, the published models.
 
 Numbers come from the harness's results file (``acc``, ``acc_<property>``,
 ``acc_<comparison>``, ``acc_rel*``, as tasks/lieder/README.md defines them), except two
-things that need the per-group sample logs (``--log_samples``): the model's accuracy on
-the two sentence families the human baseline covers (``acc_human_families``, so that
-model and humans are compared on the same items), and the base vs diff novelty test
-(below).
-
-The human baseline (``human/human_accuracy.csv``, read through the data layer) holds one
-0/1 judgement per noun x family x comparison for the affirmative/negation and
-managed/failed families; a comparison's human accuracy is the mean over its rows, a
-property's the mean over the rows of the informative comparisons tagged with it.
-
-Novelty test (Experiment 1 vs 2): ``lieder_diff`` differs from ``lieder_base`` only in its
-pos_pos contexts ("a different dog"), so only the 7 informative comparisons with a pos_pos
-side can change. Units are the noun x family groups present in both sets (48). For each
-of the 7 comparisons, a group's outcome is 0/1 and the test is McNemar's exact test over
-groups; for the 7 together, a group's outcome is its accuracy over them and the test is
-the exact sign test over groups (McNemar's test generalised to scores: the binomial test
-on the groups that went up among those that changed). p-values are two-sided and
-one-sided for "diff > base".
+things that need the per-group sample logs (``--log_samples``) and come from
+:mod:`lm_eval_ext.results.lieder` (shared with the leaderboard export): the model's accuracy on
+the two sentence families the human baseline covers (``acc_human_families``, so that model and
+humans are compared on the same items), and the base vs diff novelty test. The published
+models (:mod:`lm_eval_ext.published.lieder`: computed from the authors' per-item result tables)
+are drawn beside the user's and listed in the tables with their source.
 """
 from __future__ import annotations
 
-import csv
-from dataclasses import dataclass
-
 import numpy as np
 
-from ...data import DataError, resolve_file
-from ...lieder.comparisons import CONTROLS, INFORMATIVE, PROPERTIES, Comparison, comparisons_for
+from ...data import DataError
+from ...lieder.comparisons import CONTROLS, INFORMATIVE, Comparison, comparisons_for
+from ...published import Published
+from ...published.lieder import HUMAN_MODEL
+from ...results.lieder import (
+    ALL_POS_POS,
+    POS_POS,
+    SCOPES,
+    HumanBaseline,
+    comparison_metric,
+    family_mean,
+    novelty_tests,
+    read_human_baseline,
+    scope_comparisons,
+    scope_metric,
+)
+from ...results.load import Model
 from ..blocks import Figure, Note, Section, Table
-from ..figures import model_color, new_figure
-from ..load import Model
-from ..stats import paired_exact_test
+from ..figures import model_color, new_figure, published_color
+from .common import OWN_SOURCE, citations, published_label, published_notes, source_text
 
 TITLE = "LIEDER"
+KEY = "lieder"
+PREFIX = "lieder"
 TASKS = ("lieder_base", "lieder_diff", "lieder_two")
 GROUP = "lieder"
 STIMULUS_SET = {"lieder_base": "base", "lieder_diff": "diff", "lieder_two": "two"}
-HUMAN_FILE = "human/human_accuracy.csv"
-# The informative comparisons that the diff set can change: those with a pos_pos side.
-POS_POS = tuple(c for c in INFORMATIVE if "pos_pos" in (c.left[0], c.right[0]))
 HATCHES = {"lieder_base": "", "lieder_diff": "//", "lieder_two": "..", GROUP: "xx"}
-SCOPES = (("acc", "all"),) + tuple((f"acc_{prop}", prop) for prop in PROPERTIES)
+TASK_MARKERS = {"lieder_base": "o", "lieder_diff": "s", "lieder_two": "^"}
 
 INTRO = (
     "Zhu & Frank (ACL 2024). Accuracy = share of minimal-pair comparisons in which the felicitous item is "
@@ -51,41 +49,8 @@ INTRO = (
     "(nonref) metric. lieder_base is Experiment 1, lieder_diff Experiment 2 (explicit novelty: \"a different "
     "dog\"), lieder_two Experiment 3 (appendix). The human baseline covers two of the three sentence families "
     "(affirmative/negation, managed/failed) of the base set; acc_human_families is the model on those same "
-    "families (from the sample logs)."
+    "families (from the sample logs). Published models: the authors' released per-item results."
 )
-
-
-@dataclass
-class HumanBaseline:
-    """Human judgements per comparison: {comparison name: (number correct, number of judgements)}."""
-
-    families: tuple[str, ...]
-    counts: dict[str, tuple[int, int]]
-
-    def accuracy(self, comparisons: tuple[Comparison, ...]) -> float | None:
-        """Mean over the judgements of ``comparisons`` (None when there are none)."""
-        correct = sum(self.counts[c.name][0] for c in comparisons if c.name in self.counts)
-        total = sum(self.counts[c.name][1] for c in comparisons if c.name in self.counts)
-        return correct / total if total else None
-
-
-def read_human_baseline() -> HumanBaseline:
-    """Read ``human/human_accuracy.csv`` (authors' comparison notation) through the data layer."""
-    by_code = {c.code: c for c in INFORMATIVE + CONTROLS}
-    counts: dict[str, list[int]] = {}
-    families: dict[str, None] = {}
-    with open(resolve_file("lieder", HUMAN_FILE), encoding="utf-8", newline="") as handle:
-        for row in csv.DictReader(handle):
-            name = by_code[row["type"]].name
-            tally = counts.setdefault(name, [0, 0])
-            tally[0] += int(row["correct"])
-            tally[1] += 1
-            families[row["sent_type"]] = None
-    return HumanBaseline(tuple(families), {name: (c, n) for name, (c, n) in counts.items()})
-
-
-def _comparison_metric(c: Comparison, relative: bool = False) -> str:
-    return f"{'ctrl_' if c.control else ''}acc{'_rel' if relative else ''}_{c.name}"
 
 
 def _pretty(c: Comparison) -> str:
@@ -93,32 +58,25 @@ def _pretty(c: Comparison) -> str:
     return f"p({lk}|{lc}) > p({rk}|{rc})"
 
 
-def _mean(values: list[float]) -> float | None:
-    return sum(values) / len(values) if values else None
-
-
-def _family_mean(samples: list[dict] | None, metric: str, families: tuple[str, ...]) -> float | None:
-    """Mean of a per-group metric over the groups of ``families`` (None without sample logs)."""
-    if samples is None:
-        return None
-    return _mean([s[metric] for s in samples if s["doc"]["family"] in families and metric in s])
-
-
 def _present(models: list[Model]) -> list[Model]:
     return [m for m in models if any(t in m.tasks for t in (*TASKS, GROUP))]
 
 
-def build(models: list[Model]) -> Section | None:
+def build(models: list[Model], published: Published | None = None) -> Section | None:
     """The LIEDER section for every model with a LIEDER task, or None when there is none."""
     models = _present(models)
     if not models:
         return None
-    section = Section("lieder", TITLE, INTRO)
+    section = Section(KEY, TITLE, INTRO)
     try:
         human = read_human_baseline()
     except DataError as err:
         human = None
         section.blocks.append(Note(f"Human baseline not shown: {err}"))
+    section.blocks += [Note(text) for text in published_notes(published)]
+    if published is not None:
+        # the human baseline is drawn from its own file (above), not as a published model
+        published = Published([n for n in published.numbers if n.model != HUMAN_MODEL])
     families = human.families if human else ()
     missing = [f"{m.label}: {task}" for m in models for task in TASKS
                if m.latest(task) and m.latest(task).samples(task) is None]
@@ -126,12 +84,16 @@ def build(models: list[Model]) -> Section | None:
         section.blocks.append(Note(
             "No sample log for " + "; ".join(missing) + ". The model-on-human-families columns and the novelty "
             "test need --log_samples."))
-    section.blocks += [
-        _properties_figure(models, human),
-        _properties_table(models, human, families),
-        _comparisons_figure(models, human),
-        _comparisons_table(models, human, families),
-    ]
+    section.blocks += [_properties_figure(models, human, published), _properties_table(models, human, families, published)]
+    if human or any(comparison_metric(c) in (m.latest("lieder_base").metrics("lieder_base") if m.latest("lieder_base") else {})
+                    for m in models for c in INFORMATIVE):
+        section.blocks.append(_comparisons_figure(models, human))
+    else:  # nothing per comparison to draw: say so instead of an empty figure
+        section.blocks.append(Note("Accuracy per comparison: no lieder_base run has per-comparison metrics and the "
+                                   "human baseline is not available, so there is nothing to draw."))
+    section.blocks.append(_comparisons_table(models, human, families, published))
+    if published is not None and published.numbers:
+        section.blocks.append(_published_figure(models, published, human))
     section.blocks += _novelty_blocks(models)
     section.blocks.append(_metrics_table(models))
     return section
@@ -140,12 +102,8 @@ def build(models: list[Model]) -> Section | None:
 # -- accuracy per property -------------------------------------------------------------
 
 
-def _scope_comparisons(scope: str) -> tuple[Comparison, ...]:
-    """The informative comparisons behind ``acc`` (scope "all") or ``acc_<property>``."""
-    return INFORMATIVE if scope == "all" else tuple(c for c in INFORMATIVE if scope in c.properties)
-
-
-def _properties_table(models: list[Model], human: HumanBaseline | None, families: tuple[str, ...]) -> Table:
+def _properties_table(models: list[Model], human: HumanBaseline | None, families: tuple[str, ...],
+                      published: Published | None) -> Table:
     rows = []
     for model in models:
         for task in (*TASKS, GROUP):
@@ -154,21 +112,33 @@ def _properties_table(models: list[Model], human: HumanBaseline | None, families
                 continue
             values, errors = run.metrics(task), run.stderr(task)
             samples = run.samples(task) if task in TASKS else None
-            for metric, scope in SCOPES:
-                rel = metric.replace("acc", "acc_rel", 1)
+            for scope in SCOPES:
+                metric, rel = scope_metric(scope), scope_metric(scope, relative=True)
                 rows.append([
                     model.label, task, scope,
                     values.get(metric), errors.get(metric), values.get(rel), errors.get(rel),
-                    _family_mean(samples, metric, families) if families else None,
-                    human.accuracy(_scope_comparisons(scope)) if human and task == "lieder_base" else None,
+                    family_mean(samples, metric, families) if families else None,
+                    human.accuracy(scope_comparisons(scope)) if human and task == "lieder_base" else None,
+                    OWN_SOURCE,
                 ])
+    for name in (published.models() if published else []):
+        for task in TASKS:
+            if published.get(name, task, "acc") is None:
+                continue
+            for scope in SCOPES:
+                number = published.get(name, task, scope_metric(scope))
+                rows.append([published_label(name), task, scope, number.value if number else None, None,
+                             published.value(name, task, scope_metric(scope, relative=True)), None, None,
+                             None, source_text(number)])
     return Table(
         "lieder_properties", "Accuracy per property",
-        ["model", "task", "property", "acc", "acc_stderr", "acc_rel", "acc_rel_stderr", "acc_human_families", "human_acc"],
+        ["model", "task", "property", "acc", "acc_stderr", "acc_rel", "acc_rel_stderr", "acc_human_families", "human_acc",
+         "source"],
         rows,
         "acc, acc_rel and their standard errors are the harness's results (property 'all' = the metric acc). "
         "acc_human_families: the model's acc on the human baseline's families (sample logs); human_acc: "
-        "the human baseline (base set).",
+        "the human baseline (base set). Rows marked (published): computed from the authors' released per-item "
+        "results (source column; acc_rel from the nonref tables).",
     )
 
 
@@ -177,35 +147,50 @@ def _bar_groups(models: list[Model]) -> list[tuple[int, Model, str]]:
     return [(i, m, task) for i, m in enumerate(models) for task in TASKS if m.latest(task)]
 
 
-def _properties_figure(models: list[Model], human: HumanBaseline | None) -> Figure:
+def _properties_figure(models: list[Model], human: HumanBaseline | None, published: Published | None) -> Figure:
     bars = _bar_groups(models)
     fig = new_figure(8.0, 4.2)
     ax = fig.subplots()
     x = np.arange(len(SCOPES))
     width = 0.8 / max(len(bars), 1)
+    caption = ("Bars: the model's acc / acc_<property> (all three sentence families) per task; black lines: "
+               "human accuracy on the base set (two families); dotted: chance.")
+    names = published.models("lieder_base") if published else []
+    if names:
+        # the published models' range on lieder_base, behind the bars
+        values = np.array([[published.value(n, "lieder_base", scope_metric(scope)) for scope in SCOPES] for n in names],
+                          dtype=float)
+        low, high = np.nanmin(values, axis=0), np.nanmax(values, axis=0)
+        ax.bar(x, high - low, 0.86, bottom=low, color="0.88", edgecolor="0.6", linestyle="--", zorder=0,
+               label=f"published range, lieder_base ({len(names)} models)")
+        caption += (f" Grey boxes: lowest to highest accuracy of the {len(names)} published models on lieder_base "
+                    f"({citations([n for n in published.numbers if n.task == 'lieder_base'])}).")
     for j, (i, model, task) in enumerate(bars):
         values = model.latest(task).metrics(task)
-        heights = [values.get(metric, np.nan) for metric, _ in SCOPES]
+        heights = [values.get(scope_metric(scope), np.nan) for scope in SCOPES]
         ax.bar(x - 0.4 + width * (j + 0.5), heights, width, color=model_color(i), hatch=HATCHES[task],
                edgecolor="white", label=f"{model.label} · {task}")
     if human:
-        human_values = [human.accuracy(_scope_comparisons(scope)) for _, scope in SCOPES]
+        human_values = [human.accuracy(scope_comparisons(scope)) for scope in SCOPES]
         ax.hlines(human_values, x - 0.42, x + 0.42, colors="black", linewidth=2.5, label="human (base, 2 families)")
-    ax.set_xticks(x, ["overall" if scope == "all" else scope for _, scope in SCOPES])
+    ax.set_xticks(x, ["overall" if scope == "all" else scope for scope in SCOPES])
     ax.set_ylim(0, 1.05)
     ax.set_ylabel("accuracy")
     ax.axhline(0.5, color="grey", linestyle=":", linewidth=1)
     ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
-    return Figure("lieder_properties", "LIEDER: accuracy per property",
-                  "Bars: the model's acc / acc_<property> (all three sentence families) per task; black lines: "
-                  "human accuracy on the base set (two families); dotted: chance.", fig)
+    return Figure("lieder_properties", "LIEDER: accuracy per property", caption, fig)
 
 
 # -- accuracy per comparison -----------------------------------------------------------
 
 
-def _comparisons_table(models: list[Model], human: HumanBaseline | None, families: tuple[str, ...]) -> Table:
+def _comparisons_table(models: list[Model], human: HumanBaseline | None, families: tuple[str, ...],
+                       published: Published | None) -> Table:
     rows = []
+
+    def describe(c: Comparison) -> list:
+        return [c.name, c.code, "+".join(c.properties) or None, c.control]
+
     for model in models:
         for task in TASKS:
             run = model.latest(task)
@@ -214,20 +199,28 @@ def _comparisons_table(models: list[Model], human: HumanBaseline | None, familie
             values = run.metrics(task)
             samples = run.samples(task)
             for c in comparisons_for(STIMULUS_SET[task]):
-                metric = _comparison_metric(c)
+                metric = comparison_metric(c)
                 rows.append([
-                    model.label, task, c.name, c.code, "+".join(c.properties) or None, c.control,
-                    values.get(metric), values.get(_comparison_metric(c, relative=True)),
-                    _family_mean(samples, metric, families) if families else None,
-                    human.accuracy((c,)) if human and task == "lieder_base" else None,
+                    model.label, task, *describe(c), values.get(metric), values.get(comparison_metric(c, relative=True)),
+                    family_mean(samples, metric, families) if families else None,
+                    human.accuracy((c,)) if human and task == "lieder_base" else None, OWN_SOURCE,
                 ])
+    for name in (published.models() if published else []):
+        for task in TASKS:
+            for c in comparisons_for(STIMULUS_SET[task]):
+                number = published.get(name, task, comparison_metric(c))
+                if number is not None:
+                    rows.append([published_label(name), task, *describe(c), number.value,
+                                 published.value(name, task, comparison_metric(c, relative=True)), None, None,
+                                 source_text(number)])
     return Table(
         "lieder_comparisons", "Accuracy per comparison",
         ["model", "task", "comparison", "notation", "properties", "control", "acc", "acc_rel",
-         "acc_human_families", "human_acc"],
+         "acc_human_families", "human_acc", "source"],
         rows,
         "acc / acc_rel: the harness's acc_<comparison> (ctrl_acc_<comparison> for the two controls, which no "
-        "headline accuracy counts). notation: the authors' (human baseline file) notation.",
+        "headline accuracy counts). notation: the authors' (human baseline file) notation. Rows marked "
+        "(published): from the authors' released per-item results.",
     )
 
 
@@ -247,8 +240,8 @@ def _comparisons_figure(models: list[Model], human: HumanBaseline | None) -> Fig
         use_families = bool(families) and samples is not None
         on_families.append(use_families)
         values = run.metrics("lieder_base")
-        widths = [(_family_mean(samples, _comparison_metric(c), families) if use_families
-                   else values.get(_comparison_metric(c))) for c in comparisons]
+        widths = [(family_mean(samples, comparison_metric(c), families) if use_families
+                   else values.get(comparison_metric(c))) for c in comparisons]
         ax.barh(y - 0.4 + height * (j + 0.5), [np.nan if w is None else w for w in widths], height,
                 color=model_color(i), label=model.label + ("" if use_families else " (all families)"))
     if human:
@@ -263,56 +256,73 @@ def _comparisons_figure(models: list[Model], human: HumanBaseline | None) -> Fig
         "on the families stated in the legend"
     return Figure("lieder_comparisons", "LIEDER: accuracy per comparison, model vs humans",
                   f"Bars: the model's accuracy per comparison on lieder_base, {scope}; diamonds: human accuracy. "
-                  "The two controls compare two felicitous (or two infelicitous) items and count in no accuracy.", fig)
+                  "The two controls compare two felicitous (or two infelicitous) items and count in no accuracy. "
+                  "The published models' values per comparison are in the table below.", fig)
+
+
+# -- beside the published models ---------------------------------------------------------
+
+
+def _published_figure(models: list[Model], published: Published, human: HumanBaseline | None) -> Figure:
+    """One row per model (published and the user's), acc on each task, sorted by lieder_base."""
+    names = published.models()
+    # (label, colour index: None published, -1 humans; published rank, values per task)
+    rows = [(published_label(n), None, k, {t: published.value(n, t, "acc") for t in TASKS}) for k, n in enumerate(names)]
+    rows += [(m.label, i, None, {t: m.latest(t).metrics(t).get("acc") if m.latest(t) else None for t in TASKS})
+             for i, m in enumerate(models)]
+    if human:
+        rows.append(("human (base, 2 families)", -1, None, {"lieder_base": human.accuracy(INFORMATIVE)}))
+    rows.sort(key=lambda r: (r[3].get("lieder_base") is None, r[3].get("lieder_base") or 0.0))
+    fig = new_figure(8.0, 0.32 * len(rows) + 1.6)
+    ax = fig.subplots()
+    for y, (_, index, rank, values) in enumerate(rows):
+        for task in TASKS:
+            value = values.get(task)
+            if value is None:
+                continue
+            if index is None:  # published: grey, hollow
+                ax.plot(value, y, TASK_MARKERS[task], markerfacecolor="none",
+                        markeredgecolor=published_color(rank, len(names)), markersize=7)
+            elif index == -1:
+                ax.plot(value, y, "D", color="black", markersize=6)
+            else:
+                ax.plot(value, y, TASK_MARKERS[task], color=model_color(index), markersize=8)
+    for task in TASKS:  # legend entries for the marker shapes
+        ax.plot([], [], TASK_MARKERS[task], color="0.3", label=task)
+    ax.set_yticks(range(len(rows)), [label for label, *_ in rows], fontsize="small")
+    for tick, (_, index, _, _) in zip(ax.get_yticklabels(), rows):
+        tick.set_color("0.35" if index is None else "black")
+        tick.set_fontweight("normal" if index is None else "bold")
+    ax.set_xlim(0, 1.02)
+    ax.axvline(0.5, color="grey", linestyle=":", linewidth=1)
+    ax.set_xlabel("accuracy (acc)")
+    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    ax.grid(axis="y", color="0.93")
+    return Figure("lieder_published", "LIEDER: your models among the published ones",
+                  "acc of each task (circle: lieder_base, square: lieder_diff, triangle: lieder_two); bold, coloured: "
+                  "the models of this report; grey, hollow: the models the authors evaluated, computed from their "
+                  f"released per-item results ({citations(published.numbers)}); black diamond: humans on two of the "
+                  "three families. Sorted by lieder_base.", fig)
 
 
 # -- base vs diff ----------------------------------------------------------------------
 
 
-@dataclass
-class _Paired:
-    """Per-group outcomes of one model in base and diff, for the groups both sets have."""
-
-    groups: list[str]
-    base: dict[str, dict]
-    diff: dict[str, dict]
-
-    def outcomes(self, metric_names: list[str]) -> tuple[list[float], list[float]]:
-        def score(sample):
-            return sum(sample[name] for name in metric_names) / len(metric_names)
-        return [score(self.base[g]) for g in self.groups], [score(self.diff[g]) for g in self.groups]
-
-
-def _pair(model: Model) -> _Paired | None:
-    base_run, diff_run = model.latest("lieder_base"), model.latest("lieder_diff")
-    if not base_run or not diff_run:
-        return None
-    base, diff = base_run.samples("lieder_base"), diff_run.samples("lieder_diff")
-    if base is None or diff is None:
-        return None
-    base_by, diff_by = ({s["doc"]["group"]: s for s in samples} for samples in (base, diff))
-    return _Paired([g for g in base_by if g in diff_by], base_by, diff_by)
-
-
 def _novelty_blocks(models: list[Model]) -> list:
     rows, plotted = [], []
     for i, model in enumerate(models):
-        paired = _pair(model)
-        if paired is None:
+        base_run, diff_run = model.latest("lieder_base"), model.latest("lieder_diff")
+        if not base_run or not diff_run:
             continue
-        for relative in (False, True):
-            names = [_comparison_metric(c, relative) for c in POS_POS]
-            if not all(name in paired.base[g] and name in paired.diff[g] for g in paired.groups for name in names):
-                continue
-            metric = "acc_rel" if relative else "acc"
-            scopes = [(f"pos_pos ({len(POS_POS)} comparisons)", names)] + [(c.name, [n]) for c, n in zip(POS_POS, names)]
-            for scope, scope_names in scopes:
-                before, after = paired.outcomes(scope_names)
-                test = paired_exact_test(before, after)
-                rows.append([model.label, metric, scope, test.n, _mean(before), _mean(after), test.up, test.down,
-                             test.ties, test.p_two_sided, test.p_greater])
-                if not relative:
-                    plotted.append((i, model, scope, _mean(before), _mean(after), test))
+        base, diff = base_run.samples("lieder_base"), diff_run.samples("lieder_diff")
+        if base is None or diff is None:
+            continue
+        for result in novelty_tests(base, diff):
+            test = result.test
+            rows.append([model.label, result.metric, result.scope, test.n, result.base_acc, result.diff_acc, test.up,
+                         test.down, test.ties, test.p_two_sided, test.p_greater])
+            if result.metric == "acc":
+                plotted.append((i, result))
     if not rows:
         return [Note("Base vs diff novelty test: needs lieder_base and lieder_diff with --log_samples for the same model.")]
     table = Table(
@@ -329,20 +339,20 @@ def _novelty_blocks(models: list[Model]) -> list:
 
 
 def _novelty_figure(models: list[Model], plotted: list) -> Figure:
-    scopes = list(dict.fromkeys(scope for _, _, scope, *_ in plotted))
-    model_ids = list(dict.fromkeys(i for i, *_ in plotted))
+    scopes = list(dict.fromkeys(result.scope for _, result in plotted))
+    model_ids = list(dict.fromkeys(i for i, _ in plotted))
     fig = new_figure(8.0, 4.2)
     ax = fig.subplots()
     x = np.arange(len(scopes))
     width = 0.8 / (2 * len(model_ids))
     summary = []
     for j, i in enumerate(model_ids):
-        entries = {scope: (before, after, test) for k, _, scope, before, after, test in plotted if k == i}
+        entries = {result.scope: result for k, result in plotted if k == i}
         for half, (label, hatch) in enumerate((("base", ""), ("diff", "//"))):
             offset = -0.4 + width * (2 * j + half + 0.5)
-            ax.bar(x + offset, [entries[s][half] for s in scopes], width, color=model_color(i), hatch=hatch,
-                   edgecolor="white", label=f"{models[i].label} · {label}")
-        test = entries[scopes[0]][2]
+            ax.bar(x + offset, [entries[s].diff_acc if half else entries[s].base_acc for s in scopes], width,
+                   color=model_color(i), hatch=hatch, edgecolor="white", label=f"{models[i].label} · {label}")
+        test = entries[ALL_POS_POS].test
         summary.append(f"{models[i].label}: p = {test.p_two_sided:.3g} (two-sided), {test.p_greater:.3g} (diff > base)")
     pretty = {c.name: _pretty(c) for c in POS_POS}
     ax.set_xticks(x, [pretty.get(s, s) for s in scopes], rotation=30, ha="right", fontsize="small")

@@ -8,6 +8,11 @@ under ``rel_perf``, and the task's own definition (:mod:`lm_eval_ext.metrics.rel
 ``min(EX_novel / EX_base, 1) x 100``, interpretations with EX_base < 5% left out) turns them
 into one value per interpretation; their mean is the task's ``rel_perf``. A task's setting
 (scope, prompt type, form, position) is read from its recorded ``dataset_kwargs``.
+
+rel_perf is undefined when every interpretation of a task was left out (base EX under 5%): the
+figures write "n/a" where its bar would be and the summary table says why. The paper's only
+numeric result, Table 3 (:mod:`lm_eval_ext.published.magnifico`: Description vs Dialogue for two
+models), is drawn beside the report's models that ran the same tasks.
 """
 from __future__ import annotations
 
@@ -19,11 +24,15 @@ from matplotlib.cm import ScalarMappable
 from matplotlib.colors import Normalize
 
 from ...metrics.relative import mean_scores, relative_performance
+from ...published import Published
+from ...published.magnifico import DIALOGUE_INTERPRETATIONS
+from ...results.load import Model
 from ..blocks import Figure, Note, Section, Table
-from ..figures import model_color, new_figure
-from ..load import Model, TaskRun
+from ..figures import model_color, new_figure, published_color
+from .common import OWN_SOURCE, TaskRun, citations, published_label, published_notes, source_text
 
 TITLE = "MAGNIFICo"
+KEY = "magnifico"
 PREFIX = "magnifico_"
 CATEGORIES = ("basic", "subquery", "value", "column")
 PROMPT_ORDER = ("direct", "description", "fewshot", "dialogue")
@@ -48,6 +57,25 @@ class Setting(TaskRun):
     prompt_type: str
     form: str
     position: str | None
+
+    @property
+    def rel_perf_note(self) -> str | None:
+        """Why rel_perf is undefined ("n/a: ..."), or None when it is defined or the task has none (base tasks)."""
+        if "rel_perf" in self.metrics or "interp_left_out" not in self.metrics:
+            return None
+        return (f"n/a: every interpretation's base EX is under 5% ({int(self.metrics['interp_left_out'])} left out), so "
+                "no interpretation is kept")
+
+    def interpretation_keys(self) -> set[str] | None:
+        """The interpretations the task covered: from its sample log, else the run's ``interpretations`` option
+        (None: every interpretation of the task)."""
+        samples = self.run.samples(self.task)
+        if samples is not None:
+            return {s["doc"]["interpretation"] for s in samples}
+        selected = (self.run.task_config(self.task).get("metadata") or {}).get("interpretations")
+        if isinstance(selected, str):
+            return {name for name in selected.replace(",", " ").split() if name}
+        return {str(name) for name in selected} if selected else None
 
     @property
     def column(self) -> str:
@@ -99,18 +127,20 @@ def settings_of(models: list[Model]) -> list[Setting]:
     return sorted(found, key=lambda s: (s.index, _order(s)))
 
 
-def build(models: list[Model]) -> Section | None:
+def build(models: list[Model], published: Published | None = None) -> Section | None:
     """The section for every model with a MAGNIFICo task, or None."""
     settings = settings_of(models)
     if not settings:
         return None
-    section = Section("magnifico", TITLE, INTRO)
+    section = Section(KEY, TITLE, INTRO)
     section.blocks += _notes(settings)
+    section.blocks += [Note(text) for text in published_notes(published)]
     shown = [m for m in models if any(s.model is m for s in settings)]
     novel = [s for s in settings if "rel_perf" in s.metrics or "interp_left_out" in s.metrics]
     # the paper's main comparison: Direct, Description (at the end) and Few-shot
     single = [s for s in novel if s.scope == "single" and (s.prompt_type != "description" or s.position in (None, "end"))]
-    if single:
+    # a figure whose every rel_perf is n/a would be empty axes: the note above says why instead
+    if any("rel_perf" in s.metrics for s in single):
         section.blocks.append(_bars(shown, _unique(single), "magnifico_forms",
                                     "Relative performance per form and prompt type (single-word interpretations)",
                                     "Bars: rel_perf of each task (mean over the interpretations kept). Description: the "
@@ -121,16 +151,19 @@ def build(models: list[Model]) -> Section | None:
         section.blocks.append(_heatmap(shown, per_interpretation))
     swept = [s for s in novel if s.position and (s.prompt_type == "dialogue" or s.task.startswith(
         f"{PREFIX}description_{s.position}_"))]
-    if swept:
-        section.blocks.append(_positions(shown, swept))
+    if any("rel_perf" in s.metrics for s in swept):
+        section.blocks.append(_positions(shown, [s for s in swept if "rel_perf" in s.metrics]))
     multi_phrase = [s for s in novel if s.scope in ("multi", "phrase")]
-    if multi_phrase:
+    if any("rel_perf" in s.metrics for s in multi_phrase):
         section.blocks.append(_bars(shown, multi_phrase, "magnifico_multi_phrase",
                                     "Two interpretations at once, and phrase interpretations",
                                     "Bars: rel_perf of the multi_* tasks (two novel interpretations per example, base: "
                                     "combination/baseline.tsv) and of the phrase_* tasks (6 phrase interpretations).",
                                     label=lambda s: f"{s.scope} {s.column}"))
-    section.blocks.append(_summary_table(settings))
+    table3 = [s for s in settings if published is not None and published.models(s.task)]
+    if table3:
+        section.blocks.append(_table3_figure(shown, table3, published))
+    section.blocks.append(_summary_table(settings, published))
     rows = [(s, r) for s in settings if (r := s.interpretations())]
     if rows:
         section.blocks.append(_interpretations_table(rows))
@@ -161,10 +194,11 @@ def _notes(settings: list[Setting]) -> list[Note]:
                 if s.metrics.get("excluded_db_missing") or s.metrics.get("excluded_gold_error")]
     if excluded:
         notes.append(Note("Items excluded before scoring: " + "; ".join(excluded) + "."))
-    undefined = [f"{s.model.label} · {s.task}" for s in settings
-                 if "interp_left_out" in s.metrics and "rel_perf" not in s.metrics]
+    undefined = [f"{s.model.label} · {s.task}" for s in settings if s.rel_perf_note]
     if undefined:
-        notes.append(Note("No interpretation kept, so rel_perf is undefined, for: " + "; ".join(undefined) + "."))
+        notes.append(Note("rel_perf is n/a (undefined) for " + "; ".join(undefined) + ": every interpretation's base "
+                          "EX is under 5%, so none is kept and there is nothing to average. The figures write n/a "
+                          "where the bar would be."))
     missing = [f"{s.model.label} · {s.task}" for s in settings if s.run.samples(s.task) is None]
     if missing:
         notes.append(Note("No sample log (--log_samples) for " + "; ".join(missing) + ": no per-interpretation values."))
@@ -181,11 +215,21 @@ def _bars(models: list[Model], settings: list[Setting], name: str, title: str, c
     ax = fig.subplots()
     x = np.arange(len(groups))
     width = 0.8 / max(len(bars), 1)
+    undefined = False
     for j, (i, model, form) in enumerate(bars):
-        values = {label(s): s.metrics.get("rel_perf", np.nan) for s in settings if s.model is model and s.form == form}
-        ax.bar(x - 0.4 + width * (j + 0.5), [values.get(g, np.nan) for g in groups], width, color=model_color(i),
-               hatch=FORM_HATCH.get(form, ""), edgecolor="white", label=f"{model.label} · {form}")
+        mine = {label(s): s for s in settings if s.model is model and s.form == form}
+        positions = x - 0.4 + width * (j + 0.5)
+        ax.bar(positions, [mine[g].metrics.get("rel_perf", np.nan) if g in mine else np.nan for g in groups], width,
+               color=model_color(i), hatch=FORM_HATCH.get(form, ""), edgecolor="white", label=f"{model.label} · {form}")
+        for position, group in zip(positions, groups):
+            if group in mine and mine[group].rel_perf_note:
+                undefined = True
+                ax.text(position, 2, "n/a", rotation=90, ha="center", va="bottom", fontsize="x-small",
+                        color=model_color(i))
+    if undefined:
+        caption += " n/a: rel_perf undefined, every interpretation's base EX under 5% (none kept)."
     ax.set_xticks(x, groups, rotation=20 if len(groups) > 4 else 0, ha="right" if len(groups) > 4 else "center")
+    ax.set_xlim(-0.5, len(groups) - 0.5)  # every slot shown, even one whose bars are all n/a
     ax.set_ylim(0, 105)
     ax.set_ylabel("relative performance (%)")
     ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
@@ -266,18 +310,73 @@ def _positions(models: list[Model], settings: list[Setting]) -> Figure:
                   "rel_perf of the description_{start,mid,end}_* and dialogue_{start,mid,end}_* tasks.", fig)
 
 
-def _summary_table(settings: list[Setting]) -> Table:
+def _summary_table(settings: list[Setting], published: Published | None) -> Table:
     columns = ["rel_perf", "ex", "ex_stderr", "ex_base", "em", "interp_left_out", *(f"rel_perf_{c}" for c in CATEGORIES),
                "excluded_db_missing", "excluded_gold_error"]
     rows = []
     for s in settings:
         values, errors = s.metrics, s.run.stderr(s.task)
         cells = [errors.get("ex") if c == "ex_stderr" else values.get(c) for c in columns]
-        rows.append([s.model.label, s.task, s.scope, s.prompt_type, s.form, s.position, *cells])
+        rows.append([s.model.label, s.task, s.scope, s.prompt_type, s.form, s.position, *cells, s.rel_perf_note,
+                     OWN_SOURCE])
+    for name in (published.models() if published else []):
+        for s in settings:
+            number = published.get(name, s.task, "rel_perf")
+            if number is not None and not any(r[0] == published_label(name) and r[1] == s.task for r in rows):
+                cells = [number.value if c == "rel_perf" else None for c in columns]
+                rows.append([published_label(name), s.task, s.scope, s.prompt_type, s.form, s.position, *cells, None,
+                             source_text(number)])
     return Table("magnifico_summary", "Relative performance and execution accuracy per task",
-                 ["model", "task", "scope", "prompt_type", "form", "position", *columns], rows,
-                 "The harness's results (EX and EM in [0, 1], rel_perf in %). Empty rel_perf: no interpretation kept "
-                 "(or a base task).")
+                 ["model", "task", "scope", "prompt_type", "form", "position", *columns, "rel_perf_note", "source"], rows,
+                 "The harness's results (EX and EM in [0, 1], rel_perf in %). Empty rel_perf: a base task, or n/a "
+                 "(rel_perf_note says why). Rows marked (published): the paper's Table 3 (its only numeric result).")
+
+
+def _table3_figure(models: list[Model], settings: list[Setting], published: Published) -> Figure:
+    """The paper's Table 3 (Description vs Dialogue, plausible and foreign) beside the report's models."""
+    numbers = [n for n in published.numbers if n.task in {s.task for s in settings}]
+    groups = list(dict.fromkeys((s.prompt_type, s.form) for s in sorted(settings, key=_order)))
+    names = published.models()
+    fig = new_figure(max(6.0, 1.5 * len(groups) + 3.5), 4.0)
+    ax = fig.subplots()
+    x = np.arange(len(groups))
+    series = [("published", rank, name) for rank, name in enumerate(names)]
+    series += [("own", models.index(m), m) for m in models if any(s.model is m for s in settings)]
+    width = 0.8 / max(len(series), 1)
+    other_sets = []
+    for j, (kind, rank, who) in enumerate(series):
+        heights = []
+        for prompt_type, form in groups:
+            task = next(s.task for s in settings if (s.prompt_type, s.form) == (prompt_type, form))
+            if kind == "published":
+                value = published.value(who, task, "rel_perf")
+                heights.append(np.nan if value is None else value)
+                continue
+            mine = [s for s in settings if s.model is who and (s.prompt_type, s.form) == (prompt_type, form)]
+            value = mine[0].metrics.get("rel_perf", np.nan) if mine else np.nan
+            heights.append(value)
+            keys = mine[0].interpretation_keys() if mine else None
+            if mine and prompt_type == "description" and keys != set(DIALOGUE_INTERPRETATIONS):
+                other_sets.append(f"{who.label} · {mine[0].task}")
+        positions = x - 0.4 + width * (j + 0.5)
+        if kind == "published":
+            ax.bar(positions, heights, width, color=published_color(rank, len(names)), hatch="xx", edgecolor="white",
+                   label=published_label(who))
+        else:
+            ax.bar(positions, heights, width, color=model_color(rank), edgecolor="white", label=who.label)
+    ax.set_xticks(x, [f"{prompt_type} · {form}" for prompt_type, form in groups])
+    ax.set_xlim(-0.5, len(groups) - 0.5)
+    ax.set_ylim(0, 105)
+    ax.set_ylabel("relative performance (%)")
+    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    caption = (f"Grey, hatched: the paper's Table 3 ({citations(numbers)}), over the 8 interpretations that have "
+               "dialogues; dialogue = magnifico_dialogue_start_<form> (the authors' default conversations). "
+               "Coloured: the report's models, rel_perf of the same tasks.")
+    if other_sets:
+        caption += (" Not over Table 3's 8 interpretations, so not directly comparable: " +
+                    "; ".join(dict.fromkeys(other_sets)) +
+                    " (run it with --metadata interpretations=" + ",".join(DIALOGUE_INTERPRETATIONS) + ").")
+    return Figure("magnifico_table3", "MAGNIFICo: description vs dialogue, beside the paper's Table 3", caption, fig)
 
 
 def _interpretations_table(data: list[tuple[Setting, list[dict]]]) -> Table:

@@ -1,33 +1,45 @@
-"""The last section: which models and runs the report is made of."""
+"""The last section: which models and runs the report is made of, and whether each run is complete."""
 from __future__ import annotations
 
 import json
 
+from ...results.load import Model
+from ...results.status import run_status
 from ..blocks import Note, Section, Table
-from ..load import Model
 
 TITLE = "Models and runs"
 
 
 def build(models: list[Model]) -> Section:
-    """One row per results file: model, when, how it was run, and which tasks it has."""
+    """One row per results file: model, when, how it was run, which tasks it has, and its status."""
     rows = []
     for model in models:
         for run in model.runs:
             logged = [task for task in run.tasks if run.samples_path(task)]
+            status = run_status(run)
             rows.append([
                 model.label, str(run.path), run.date_id, run.model_source,
                 json.dumps(run.public_model_args, sort_keys=True, default=str),
                 json.dumps(run.config.get("gen_kwargs") or {}, sort_keys=True, default=str),
                 run.seed, run.data.get("lm_eval_version"), " ".join(run.tasks), " ".join(logged),
+                status.label, status.summary() or None,
             ])
-    section = Section("runs", TITLE, "Every results file read for this report. A model's newest run of a task is the one shown.")
+    section = Section("runs", TITLE, "Every results file read for this report. A model's newest run of a task is the one "
+                                     "shown. Runs that differ only in how the model was run (context length, batch "
+                                     "size, device, seed) are one model.")
+    differing = [f"{model.label}: " + "; ".join(f"{key} = {', '.join(values)}" for key, values in diff.items())
+                 for model in models if (diff := model.differences())]
+    if differing:
+        section.blocks.append(Note("Runs of one model made with different settings (one row per model in every "
+                                   "figure and table; the newest run of each task is shown): " + " | ".join(differing)
+                                   + "."))
     section.blocks.append(Table(
         "runs", "Results files",
         ["model", "results_file", "date", "model_source", "model_args", "gen_kwargs", "seed", "lm_eval_version",
-         "tasks", "tasks_with_samples"],
+         "tasks", "tasks_with_samples", "status", "status_reasons"],
         rows,
-        "model_args with credentials redacted; tasks_with_samples: tasks run with --log_samples.",
+        "model_args with credentials redacted; tasks_with_samples: tasks run with --log_samples; status: complete, "
+        "partial (some items not scored) or truncated (some prompts cut to fit), with the reasons.",
     ))
     if not any(model.tasks for model in models):
         section.blocks.append(Note("These results files hold no task results."))

@@ -3,8 +3,8 @@
 The harness (``--output_path DIR``) writes ``DIR/<model>/results_<date>.json`` and, with
 ``--log_samples``, ``samples_<task>_<date>.jsonl`` beside it with the same ``<date>``.
 A *run* is one results file (and its sample files); a *model* is every run of one
-model, so that a benchmark run in several invocations (or with several seeds) is
-reported together.
+model, so that a benchmark run in several invocations (or with several seeds, context
+lengths or batch sizes) is reported together.
 """
 from __future__ import annotations
 
@@ -27,6 +27,15 @@ _SECRET = re.compile(r"(?:^|_)(?:api_?key|key|token|secret|password|passwd|auth|
 REDACTED = "<redacted>"
 # The model argument naming the wrapped model of a multi-turn run (lm_eval_ext/models/multiturn.py).
 _INNER = "inner_model"
+# model_args that say how a model was run, not which model it is: runs differing only in these are one
+# model (seed runs of an API model pass seed=S; a report lists the differences, Model.differences).
+EXECUTION_ARGS = frozenset({
+    _INNER, "seed", "max_length", "max_model_len", "batch_size", "max_batch_size", "device", "device_map",
+    "parallelize", "tensor_parallel_size", "data_parallel_size", "pipeline_parallel_size", "gpu_memory_utilization",
+    "num_concurrent", "max_retries", "timeout",
+})
+# run config entries that say how a model was run, listed beside the execution model_args
+_EXECUTION_CONFIG = ("batch_size", "device")
 
 
 class ResultsError(UserError):
@@ -85,10 +94,18 @@ class Run:
 
     @property
     def model_key(self) -> str:
-        """What identifies the model: its type and arguments, without the multi-turn wrapper and the seed
-        (seed runs of an API model pass ``seed=S`` in its arguments)."""
-        args = {key: value for key, value in self.model_args.items() if key not in (_INNER, "seed")}
+        """What identifies the model: its type and arguments, without those that only say how it was run
+        (:data:`EXECUTION_ARGS`: the multi-turn wrapper, the seed, context length, batch size, devices)."""
+        args = {key: value for key, value in self.model_args.items() if key not in EXECUTION_ARGS}
         return json.dumps([self.model_source, args], sort_keys=True, default=str)
+
+    @property
+    def execution(self) -> dict[str, str]:
+        """How the model was run: the execution model_args and the run's batch size and device, as text."""
+        found = {f"config.{key}": self.config.get(key) for key in _EXECUTION_CONFIG}
+        found |= {key: value for key, value in self.public_model_args.items() if key in EXECUTION_ARGS and key != _INNER}
+        return {key: json.dumps(value, default=str) if not isinstance(value, str) else value
+                for key, value in found.items() if value is not None}
 
     @property
     def model_name(self) -> str | None:
@@ -137,12 +154,20 @@ class Run:
         return {f"{metric},{name}": value for name, metrics in by_filter.items() for metric, value in metrics.items()}
 
     def metrics(self, task: str) -> dict[str, float]:
-        """Metric values of a task or group (standard errors left out); non-numeric values dropped."""
+        """Metric values of a task or group (standard errors left out); non-numeric values dropped.
+
+        Items a task left out when it was loaded (MAGNIFICo: ``configs.<task>.metadata.excluded``) come
+        as ``excluded_<reason>`` counts beside its metrics.
+        """
         values = {}
         for name, raw in self._primary(task).items():
             number = _number(raw)
             if number is not None and not name.split(",")[0].endswith("_stderr"):
                 values[name] = number
+        excluded = (((self.data.get("configs") or {}).get(task) or {}).get("metadata") or {}).get("excluded") or {}
+        for reason in ("db_missing", "gold_error"):
+            if isinstance(excluded.get(reason), (int, float)):
+                values[f"excluded_{reason}"] = excluded[reason]
         return values
 
     def stderr(self, task: str) -> dict[str, float]:
@@ -153,6 +178,10 @@ class Run:
             if number is not None and name.split(",")[0].endswith("_stderr"):
                 errors[name.replace("_stderr", "", 1)] = number
         return errors
+
+    def is_group(self, task: str) -> bool:
+        """True for a group (its metrics aggregate its subtasks')."""
+        return task in (self.data.get("groups") or {}) or bool((self.data.get("group_subtasks") or {}).get(task))
 
     def version(self, task: str):
         """The task's ``metadata.version`` as the harness recorded it."""
@@ -210,20 +239,16 @@ class Model:
         run = self.latest(task)
         return run.metrics(task) if run else {}
 
-
-@dataclass
-class TaskRun:
-    """One task of one model's run, as a report section shows it (sections extend it with their facets)."""
-
-    model: Model
-    index: int  # the model's position among the models (its colour)
-    task: str
-    run: Run
-
-    @property
-    def metrics(self) -> dict[str, float]:
-        """The task's metrics in this run."""
-        return self.run.metrics(self.task)
+    def differences(self) -> dict[str, list[str]]:
+        """The execution settings (:attr:`Run.execution`) that differ between this model's runs: name ->
+        the values, in run order; a setting some runs lack counts as "(not set)" there."""
+        keys = list(dict.fromkeys(key for run in self.runs for key in run.execution))
+        found = {}
+        for key in keys:
+            values = list(dict.fromkeys(run.execution.get(key, "(not set)") for run in self.runs))
+            if len(values) > 1:
+                found[key] = values
+        return found
 
 
 def find_results(path: Path) -> list[Path]:

@@ -1,0 +1,90 @@
+"""Checking a leaderboard record before it is submitted (``lm-eval-ext leaderboard validate``) or shown.
+
+A record passes when:
+
+1. it matches the JSON Schema (``lm_eval_ext/export/schema/leaderboard.schema.json``);
+2. every task it has is a task of this plugin version, at the version this plugin has
+   (a different version means different prompts, data or scoring);
+3. it is partial only if it says so: its status is recomputed from its own tasks (documents
+   scored, items skipped or excluded, judge failures, ``--limit``) with the same rules as the
+   export (:func:`lm_eval_ext.results.status.status_of`), and must match ``status``;
+4. every ELITR-Bench task was scored by a validated judge: the record's ``judge_validation``
+   holds a ``lm-eval-ext judge validate`` report of the same judge model and template, made on
+   the published validation file.
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+
+from ..export.judge_validation import validates
+from ..export.schema import schema_problems
+from ..results.status import status_of
+
+
+@lru_cache(maxsize=1)
+def known_task_versions() -> dict[str, str]:
+    """Every task and group of this plugin with its ``metadata.version`` (as records write it)."""
+    from lm_eval.tasks._index import TaskIndex
+
+    from ..paths import tasks_dir
+
+    versions = {}
+    for name, entry in TaskIndex.build([tasks_dir()]).items():
+        version = ((entry.cfg or {}).get("metadata") or {}).get("version")
+        if version is not None:
+            versions[name] = str(version)
+    return versions
+
+
+def _version_problems(record: dict) -> list[str]:
+    known = known_task_versions()
+    problems = []
+    for task, version in record["versions"]["tasks"].items():
+        if task not in known:
+            problems.append(f"task {task} is not a task of this lm-eval-ext version")
+        elif version != known[task]:
+            problems.append(f"task {task} is at version {version}, this lm-eval-ext has {known[task]} (different "
+                            "prompts, data or scoring: rerun it with this version)")
+    return problems
+
+
+def _status_problems(record: dict) -> list[str]:
+    tasks = {name: (entry["n_samples"], {metric: value["value"] for metric, value in entry["metrics"].items()})
+             for name, entry in record["tasks"].items() if not entry["is_group"]}
+    flags = []
+    for index, run in enumerate(record["runs"]):
+        mine = {task: tasks[task] for task in run["tasks"] if task in tasks}
+        flags += [(flag.kind, flag.task, index) for flag in status_of(run.get("limit"), mine).flags]
+    status = record["status"]
+    problems = []
+    for kind in ("partial", "truncated"):
+        found = [f for f in flags if f[0] == kind]
+        if found and not status[kind]:
+            where = ", ".join(sorted({task or f"run {index}" for _, task, index in found}))
+            problems.append(f"the record is {kind} ({where}) but its status does not say so")
+        elif status[kind] and not found:
+            problems.append(f"the record's status says {kind} but none of its tasks is")
+    return problems
+
+
+def _judge_problems(record: dict) -> list[str]:
+    judged = {task: judge for task, judge in (record.get("judge") or {}).items()
+              if record["tasks"].get(task, {}).get("benchmark") == "elitr_bench"}
+    unscored = [task for task, entry in record["tasks"].items()
+                if entry["benchmark"] == "elitr_bench" and not entry["is_group"] and task not in judged]
+    problems = [f"{task} has no judge record" for task in unscored]
+    validations = record.get("judge_validation") or []
+    for task, judge in sorted(judged.items()):
+        if not any(validates(entry, judge) for entry in validations):
+            problems.append(f"{task} was scored by judge {judge.get('model')} (template {judge.get('template')}), "
+                            "which the record shows no validation of: run `lm-eval-ext judge validate` with that judge "
+                            "and export with --judge-validation validation.json")
+    return problems
+
+
+def check_record(record) -> list[str]:
+    """Every problem of a record (empty: it can be submitted). Schema problems stop the other checks."""
+    problems = schema_problems(record)
+    if problems:
+        return [f"schema: {problem}" for problem in problems]
+    return _version_problems(record) + _status_problems(record) + _judge_problems(record)

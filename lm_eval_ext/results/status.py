@@ -1,0 +1,115 @@
+"""Whether a run's numbers cover the whole benchmark: partial and truncated runs.
+
+A run is **partial** when some items were not scored: ``--limit`` was set, a task scored fewer
+documents than it has (``n-samples.effective < original``: ``--limit`` or ``--samples``), the run was
+``--predict_only`` (its metrics are the harness's ``bypass`` placeholder), or a task counted items
+it could not score (``prompts_skipped``: prompts too long for the model; ``excluded_db_missing``,
+``excluded_gold_error``: MAGNIFICo items without a usable database or gold query, recorded in the
+task's metadata and read with its metrics by :meth:`Run.metrics`;
+``judge_failures``: answers the judge could not score). A run is **truncated** when prompts were
+cut to fit the model and scored anyway (``prompts_truncated``): complete, but not the published
+prompts. Groups are not checked: their counts are their subtasks'.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from .load import Run
+
+PARTIAL = "partial"
+TRUNCATED = "truncated"
+# per-document counts summed by the harness: (metric, kind, what one of them is)
+COUNTS = (
+    ("prompts_skipped", PARTIAL, "prompt(s) skipped as too long for the model"),
+    ("excluded_db_missing", PARTIAL, "item(s) excluded: their Spider database is missing"),
+    ("excluded_gold_error", PARTIAL, "item(s) excluded: their gold query fails"),
+    ("judge_failures", PARTIAL, "answer(s) the judge could not score"),
+    ("prompts_truncated", TRUNCATED, "prompt(s) truncated to fit the model (scored, but not the published prompt)"),
+)
+# the metric the harness puts in place of a task's metrics with --predict_only
+BYPASS = "bypass"
+
+
+@dataclass(frozen=True)
+class Flag:
+    """One reason why a run's numbers are partial or truncated."""
+
+    kind: str  # PARTIAL or TRUNCATED
+    task: str | None  # None: the whole run
+    reason: str
+
+    def text(self) -> str:
+        """The reason, prefixed with its task."""
+        return f"{self.task}: {self.reason}" if self.task else self.reason
+
+
+@dataclass(frozen=True)
+class Status:
+    """Every flag of a run (or of a record's runs)."""
+
+    flags: tuple[Flag, ...] = ()
+
+    @property
+    def partial(self) -> bool:
+        """Some items were not scored."""
+        return any(flag.kind == PARTIAL for flag in self.flags)
+
+    @property
+    def truncated(self) -> bool:
+        """Some prompts were cut to fit the model."""
+        return any(flag.kind == TRUNCATED for flag in self.flags)
+
+    @property
+    def label(self) -> str:
+        """``partial``, ``truncated`` or ``complete``."""
+        return PARTIAL if self.partial else TRUNCATED if self.truncated else "complete"
+
+    def summary(self) -> str:
+        """The flags as one sentence-like list (empty when complete)."""
+        return "; ".join(flag.text() for flag in self.flags)
+
+
+def _count(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else f"{value:g}"
+
+
+def _limit_text(limit) -> str:
+    return f"--limit {_count(limit)}" if isinstance(limit, (int, float)) else f"--limit {limit}"
+
+
+def status_of(limit, tasks: Mapping[str, tuple[Mapping | None, Mapping[str, object]]]) -> Status:
+    """The flags of a run given its ``--limit`` and, per task (not group), ``(n-samples entry, metrics)``:
+    the harness's ``{"original", "effective"}`` (or None) and the task's metric values by name.
+
+    Shared by :func:`run_status` (results files) and the leaderboard's check of a record.
+    """
+    flags: list[Flag] = []
+    if any(BYPASS in metrics for _, metrics in tasks.values()):
+        flags.append(Flag(PARTIAL, None, "--predict_only: outputs were logged, no metric was computed"))
+    reduced = False
+    for task, (counts, metrics) in tasks.items():
+        original, effective = (counts or {}).get("original"), (counts or {}).get("effective")
+        if isinstance(original, int) and isinstance(effective, int) and effective < original:
+            reduced = True
+            how = _limit_text(limit) if limit is not None else "--samples"
+            flags.append(Flag(PARTIAL, task, f"{effective} of {original} documents scored ({how})"))
+        for name, kind, what in COUNTS:
+            value = metrics.get(name)
+            if isinstance(value, (int, float)) and value > 0:
+                flags.append(Flag(kind, task, f"{_count(value)} {what}"))
+    if limit is not None and not reduced:
+        flags.append(Flag(PARTIAL, None, f"{_limit_text(limit)} was set"))
+    return Status(tuple(flags))
+
+
+def run_status(run: Run, tasks: Iterable[str] | None = None) -> Status:
+    """The flags of ``run``, over ``tasks`` (default: every task of the run; groups are skipped)."""
+    results = run.data.get("results") or {}
+    chosen = [task for task in (run.tasks if tasks is None else tasks) if not run.is_group(task)]
+    entries = {}
+    for task in chosen:
+        # every metric name, numeric or not: the harness's bypass placeholder has no number
+        names = {key.split(",")[0]: None for key in results.get(task, {}) if "," in key}
+        entries[task] = ((run.data.get("n-samples") or {}).get(task), {**names, **run.metrics(task)})
+    return status_of(run.config.get("limit"), entries)

@@ -1,0 +1,58 @@
+"""Running the harness for a test, and reading and checking what the report, export and leaderboard write."""
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+OFFLINE = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+FIXTURES = PROJECT_ROOT / "tests" / "fixtures"
+
+
+def harness(out: Path, model: str, model_args: str, tasks: str, *extra: str, timeout: float = 600,
+            env: dict | None = None) -> Path:
+    """Run ``lm-eval-ext run`` in a subprocess with --output_path out --log_samples; return out."""
+    env = {**os.environ, **OFFLINE, **(env or {}),
+           "PATH": os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PROJECT_ROOT), env.get("PYTHONPATH")]))
+    cmd = ["lm-eval-ext", "run", "--model", model, "--model_args", model_args, "--tasks", tasks,
+           "--output_path", str(out), "--log_samples", *extra]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+    assert proc.returncode == 0, f"{' '.join(cmd)} failed:\n{proc.stderr[-4000:]}"
+    return out
+
+
+def results_json(out: Path) -> dict:
+    """The one results file under ``out``."""
+    (path,) = out.rglob("results_*.json")
+    return json.loads(path.read_text())
+
+
+def read_csv(path: Path) -> list[dict]:
+    """The rows of a CSV file as dicts."""
+    with open(path, newline="", encoding="utf-8") as handle:
+        return list(csv.DictReader(handle))
+
+
+def num(cell: str) -> float | None:
+    """A CSV cell as a number (None when empty)."""
+    return None if cell == "" else float(cell)
+
+
+def assert_images(png: Path, svg: Path) -> None:
+    """A real picture: a PNG of a sensible size with many colours, an SVG with drawn paths."""
+    from PIL import Image
+
+    with Image.open(png) as image:
+        assert image.format == "PNG"
+        assert image.width >= 400 and image.height >= 300, image.size
+        colours = image.convert("RGB").getcolors(maxcolors=1 << 20)
+        assert colours is not None and len(colours) > 20, f"{png} looks blank"
+    root = ET.parse(svg).getroot()
+    assert root.tag.endswith("svg")
+    assert len(root.findall(".//{http://www.w3.org/2000/svg}path")) > 10, f"{svg} draws almost nothing"

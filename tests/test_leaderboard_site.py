@@ -1,0 +1,164 @@
+"""`lm-eval-ext leaderboard build`: the static site, opened from disk (file://) in a real browser (Debian's headless
+Chromium through playwright, helpers/browser.py): no console error on any page, sorting by clicking a header,
+published models and partial/unvalidated records marked, records at another task version shown apart, each
+model linking to its record. The overview's screenshot is docs/images/leaderboard_screenshot.png.
+
+Records: exports of the hand-written results of tests/fixtures/results and of a real scripted LIEDER run, with
+a fixed export time so that the screenshot is the same from one run to the next.
+"""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from helpers.browser import browser_page, requires_chromium
+from helpers.files import FIXTURES, PROJECT_ROOT
+
+pytestmark = requires_chromium
+RESULTS = FIXTURES / "results"
+SCREENSHOT = PROJECT_ROOT / "docs" / "images" / "leaderboard_screenshot.png"
+EXPORTED_AT = "2030-01-01T00:00:00+00:00"
+
+
+@pytest.fixture(scope="module")
+def records(tmp_path_factory, lieder_scripted) -> Path:
+    """Six records: a complete LIEDER run, the same at another lieder_base version, and four partial ones."""
+    from lm_eval_ext.export.write import export_leaderboard
+
+    out = tmp_path_factory.mktemp("records")
+    export_leaderboard([f"scripted-lieder={lieder_scripted}", f"tiny-lieder-limit={RESULTS / 'lieder_limit'}",
+                        f"tiny-litm={RESULTS / 'litm'}", f"tiny-sql={RESULTS / 'magnifico'}",
+                        f"tiny-chat={RESULTS / 'elitr'}"], out, allow_partial=True,
+                       judge_validation=[str(FIXTURES / "judge_validation.json")])
+    (out / "leaderboard.csv").unlink()
+    for path in out.glob("*.json"):
+        record = json.loads(path.read_text())
+        record["exported_at"] = EXPORTED_AT
+        path.write_text(json.dumps(record))
+    other = json.loads((out / "scripted-lieder.json").read_text())
+    other["model"]["label"] = "scripted-lieder-v2"
+    other["versions"]["tasks"]["lieder_base"] = other["tasks"]["lieder_base"]["version"] = "2.0"
+    other["benchmarks"]["lieder"]["headline"]["lieder_base/acc"] = 0.5
+    (out / "scripted-lieder-v2.json").write_text(json.dumps(other))
+    return out
+
+
+@pytest.fixture(scope="module")
+def site(records, tmp_path_factory, data_dir):
+    from lm_eval_ext.leaderboard.build import build_site
+
+    return build_site([str(records)], tmp_path_factory.mktemp("site") / "site")
+
+
+def _column(page, table: str, index: int) -> list[str]:
+    return page.eval_on_selector(table, f"t => Array.from(t.tBodies[0].rows).map(r => r.cells[{index}].getAttribute('data-value'))")
+
+
+def test_site_files_need_no_server_and_no_network(site):
+    out = site.index.parent
+    pages = sorted(p.relative_to(out).as_posix() for p in out.rglob("*.html"))
+    assert pages == ["elitr_bench.html", "index.html", "lieder.html", "lost_in_the_middle.html", "magnifico.html",
+                     "published.html", "records/scripted-lieder-v2.html", "records/scripted-lieder.html",
+                     "records/tiny-chat.html", "records/tiny-lieder-limit.html", "records/tiny-litm.html",
+                     "records/tiny-sql.html"]
+    for page in out.rglob("*.html"):
+        text = page.read_text()
+        # every script, stylesheet and link is a relative path beside the page
+        assert not re.search(r'(src|href)="(https?:)?//', text), page
+    assert (out / "assets/sort.js").is_file() and (out / "assets/site.css").is_file()
+    assert json.loads((out / "records/tiny-chat.json").read_text())["model"]["label"] == "tiny-chat"
+
+
+def test_overview_in_a_browser(site, tmp_path):
+    out = site.index.parent
+    problems: list[str] = []
+    with browser_page(tmp_path / "profile", problems, height=1000) as page:
+        page.goto(site.index.resolve().as_uri(), wait_until="load")
+        headers = page.eval_on_selector_all("table.sortable thead th", "hs => hs.map(h => h.textContent)")
+        # records at two versions of lieder_base: two columns, never averaged
+        assert headers == ["model", "from", "LIEDER: lieder_base/acc (v1.0)", "LIEDER: lieder_base/acc (v2.0)",
+                           "Lost in the Middle: litm_qa_20docs/acc", "MAGNIFICo: magnifico/rel_perf",
+                           "ELITR-Bench: elitr_bench_qa_dev_st/score"]
+        models = _column(page, "table.sortable", 0)
+        assert models[:6] == ["scripted-lieder-v2", "scripted-lieder", "tiny-chat", "tiny-lieder-limit", "tiny-litm",
+                              "tiny-sql"]
+        published = page.eval_on_selector_all("tr.published", "rows => rows.map(r => r.getAttribute('data-model'))")
+        assert len(published) == len(models) - 6 and "gpt2" in published and "GPT-4" in published
+        assert page.eval_on_selector('tr[data-model="gpt2"] .badge', "b => b.textContent") == "published"
+        badges = {m: page.eval_on_selector_all(f'tr[data-model="{m}"] .badge', "bs => bs.map(b => b.textContent)")
+                  for m in models[:6]}
+        assert badges == {"scripted-lieder": [], "scripted-lieder-v2": ["unvalidated"], "tiny-chat": ["partial"],
+                          "tiny-lieder-limit": ["partial"], "tiny-litm": ["partial"], "tiny-sql": ["partial"]}
+        assert "lieder_base is at version 2.0" in page.get_attribute('tr[data-model="scripted-lieder-v2"] .badge', "title")
+
+        # sorting by clicking: highest first, then lowest first; rows without a value stay last
+        column = headers.index("LIEDER: lieder_base/acc (v1.0)")
+        values = [float(v) for v in _column(page, "table.sortable", column) if v]
+        page.click(f"table.sortable thead th:nth-child({column + 1}) button")
+        after = _column(page, "table.sortable", column)
+        assert [float(v) for v in after[:len(values)]] == sorted(values, reverse=True) and not any(after[len(values):])
+        assert page.get_attribute(f"table.sortable thead th:nth-child({column + 1})", "aria-sort") == "descending"
+        assert _column(page, "table.sortable", 0)[0] == "human participants"  # humans beat every model on acc
+        page.click(f"table.sortable thead th:nth-child({column + 1}) button")
+        after = _column(page, "table.sortable", column)
+        assert [float(v) for v in after[:len(values)]] == sorted(values) and not any(after[len(values):])
+        page.click("table.sortable thead th:nth-child(1) button")  # text columns sort too
+        names = _column(page, "table.sortable", 0)
+        assert names == sorted(names, reverse=True)
+        page.reload(wait_until="load")  # the records first, then the papers' models
+        page.screenshot(path=str(SCREENSHOT), full_page=True)
+
+        # each model links to its record
+        page.click('tr[data-model="scripted-lieder"] td a')
+        page.wait_for_load_state("load")
+        assert page.url.endswith("/records/scripted-lieder.html")
+        text = page.inner_text("main")
+        assert "Versions" in text and "lieder_base" in text and '"random": 0' in text and EXPORTED_AT in page.inner_text("header")
+    assert problems == []
+    assert out.joinpath("records/scripted-lieder.html").is_file()
+
+
+def test_every_page_opens_cleanly_and_says_what_it_should(site, tmp_path):
+    out = site.index.parent
+    problems: list[str] = []
+    with browser_page(tmp_path / "profile", problems) as page:
+        for path in sorted(out.rglob("*.html")):
+            page.goto(path.resolve().as_uri(), wait_until="load")
+        page.goto((out / "lieder.html").resolve().as_uri(), wait_until="load")
+        headings = page.eval_on_selector_all("main h2", "hs => hs.map(h => h.textContent)")
+        assert headings[:2] == ["lieder_base (version 1.0)", "lieder_base (version 2.0)"]
+        assert "Beyond the paper: human baseline and novelty test" in headings
+        first = page.eval_on_selector_all("main table.sortable", "ts => ts[0].tBodies[0].rows.length")
+        assert first == 2 + 10 + 1  # two lieder_base 1.0 records, ten published models, the humans
+        second = page.eval_on_selector_all("main table.sortable", "ts => Array.from(ts[1].tBodies[0].rows).map(r => r.getAttribute('data-model'))")
+        assert second == ["scripted-lieder-v2"]
+        page.goto((out / "elitr_bench.html").resolve().as_uri(), wait_until="load")
+        judges = page.inner_text("#judges + p + .scroll")
+        assert "stub-judge" in judges and "0.7100" in judges
+        page.goto((out / "published.html").resolve().as_uri(), wait_until="load")
+        assert "Patel et al. (EMNLP 2023), Table 3" in page.inner_text("main")
+        page.goto((out / "records/tiny-lieder-limit.html").resolve().as_uri(), wait_until="load")
+        assert "Partial: lieder_base: 4 of 48 documents scored (--limit 4)." in page.inner_text("main")
+    assert problems == []
+
+
+def test_schema_invalid_records_stop_the_build(records, tmp_path, run_cli):
+    broken = tmp_path / "broken.json"
+    record = json.loads((records / "tiny-sql.json").read_text())
+    del record["status"]
+    broken.write_text(json.dumps(record))
+    proc = run_cli(["lm-eval-ext", "leaderboard", "build", str(broken), "--no-published", "-o", str(tmp_path / "site")])
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "is not a valid leaderboard record" in proc.stderr and "'status' is a required property" in proc.stderr
+    assert not (tmp_path / "site").exists()
+
+
+def test_build_command(records, tmp_path, run_cli):
+    proc = run_cli(["lm-eval-ext", "leaderboard", "build", str(records), "--no-published", "-o", str(tmp_path / "site")])
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.splitlines()[0] == f"wrote {tmp_path / 'site' / 'index.html'} (12 pages; 6 record(s), 0 published model(s))"
+    assert "unvalidated: " in proc.stdout and "scripted-lieder-v2.json" in proc.stdout
+    assert 'class="published"' not in (tmp_path / "site" / "index.html").read_text()

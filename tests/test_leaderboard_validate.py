@@ -1,0 +1,103 @@
+"""`lm-eval-ext leaderboard validate`: a record is checked before submission (schema, task versions known to
+this plugin, partial runs marked, a validated judge for ELITR-Bench). Records: exports of the hand-written
+results in tests/fixtures/results."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from helpers.files import FIXTURES
+
+RESULTS = FIXTURES / "results"
+
+
+def _export(tmp_path: Path, name: str, **options) -> dict:
+    from lm_eval_ext.export.write import export_leaderboard
+
+    (path, _) = export_leaderboard([str(RESULTS / name)], tmp_path / name, allow_partial=True, **options)
+    return json.loads(path.read_text())
+
+
+def _check(record: dict) -> list[str]:
+    from lm_eval_ext.leaderboard.validate import check_record
+
+    return check_record(record)
+
+
+def test_a_marked_partial_record_passes(tmp_path):
+    record = _export(tmp_path, "lieder_limit")
+    assert record["status"]["partial"] and record["runs"][0]["limit"] == 4.0
+    assert _check(record) == []
+
+
+def test_an_unmarked_partial_record_fails(tmp_path):
+    record = _export(tmp_path, "lieder_limit")
+    record["status"].update(partial=False, allowed_partial=False, reasons=[])
+    assert _check(record) == ["the record is partial (lieder_base) but its status does not say so"]
+    record = _export(tmp_path, "litm")
+    record["tasks"]["litm_qa_20docs"]["metrics"]["prompts_skipped"]["value"] = 0.0
+    record["tasks"]["litm_kv_generated"]["metrics"]["prompts_skipped"]["value"] = 0.0
+    assert _check(record) == ["the record's status says partial but none of its tasks is"]
+
+
+def test_task_versions_must_be_this_plugins(tmp_path):
+    record = _export(tmp_path, "lieder_limit")
+    record["versions"]["tasks"]["lieder_base"] = "2.0"
+    record["versions"]["tasks"]["lieder_fancy"] = "1.0"
+    assert _check(record) == [
+        "task lieder_base is at version 2.0, this lm-eval-ext has 1.0 (different prompts, data or scoring: rerun it "
+        "with this version)",
+        "task lieder_fancy is not a task of this lm-eval-ext version",
+    ]
+
+
+def test_elitr_needs_a_validated_judge(tmp_path):
+    record = _export(tmp_path, "elitr")
+    problems = _check(record)
+    assert len(problems) == 2 and problems[0].startswith(
+        "elitr_bench_qa_dev_mt was scored by judge stub-judge (template judge_gpt4_rubric_en.txt), which the record "
+        "shows no validation of")
+    validated = _export(tmp_path / "validated", "elitr", judge_validation=[str(FIXTURES / "judge_validation.json")])
+    assert _check(validated) == []
+    validated["judge_validation"][0]["judge"]["template_sha256"] = "0" * 64  # another template's validation
+    assert len(_check(validated)) == 2
+    validated["judge_validation"][0]["judge"]["template_sha256"] = record["judge"]["elitr_bench_qa_dev_st"]["template_sha256"]
+    validated["judge_validation"][0]["source"] = "my-own-file.json"  # not the published validation file
+    assert len(_check(validated)) == 2
+
+
+def test_schema_problems_stop_the_check(tmp_path):
+    record = _export(tmp_path, "lieder_limit")
+    record["schema_version"] = "1.0"
+    del record["status"]
+    problems = _check(record)
+    assert problems == ["schema: (top): 'status' is a required property", "schema: schema_version: '1.1' was expected"]
+
+
+def test_validate_command(tmp_path, run_cli):
+    good = _export(tmp_path, "lieder_limit")
+    bad = dict(good, versions={**good["versions"], "tasks": {"lieder_base": "0.9"}})
+    (tmp_path / "submit").mkdir()
+    (tmp_path / "submit" / "good.json").write_text(json.dumps(good))
+    (tmp_path / "submit" / "bad.json").write_text(json.dumps(bad))
+    proc = run_cli(["lm-eval-ext", "leaderboard", "validate", str(tmp_path / "submit" / "good.json")])
+    assert (proc.returncode, proc.stdout) == (0, f"ok   {tmp_path / 'submit' / 'good.json'} (partial, marked)\n")
+    proc = run_cli(["lm-eval-ext", "leaderboard", "validate", str(tmp_path / "submit")])
+    assert proc.returncode == 1
+    assert proc.stdout.splitlines() == [
+        f"FAIL {tmp_path / 'submit' / 'bad.json'}",
+        "  - task lieder_base is at version 0.9, this lm-eval-ext has 1.0 (different prompts, data or scoring: rerun "
+        "it with this version)",
+        f"ok   {tmp_path / 'submit' / 'good.json'} (partial, marked)",
+    ]
+    (tmp_path / "broken.json").write_text("{")
+    proc = run_cli(["lm-eval-ext", "leaderboard", "validate", str(tmp_path / "broken.json")])
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr and "Cannot read the record" in proc.stderr
+
+
+@pytest.mark.parametrize("name", ["litm", "magnifico", "elitr"])
+def test_exported_records_are_valid_and_say_why_they_are_partial(name, tmp_path):
+    record = _export(tmp_path, name, judge_validation=[str(FIXTURES / "judge_validation.json")])
+    assert record["status"]["partial"] and _check(record) == []
