@@ -6,13 +6,18 @@ Builds the `litm_qa_20docs` task on a 20-document file with every gold position 
 1. task construction (read the file through the data layer, build the documents);
 2. building every prompt (`doc_to_text`, what the harness calls for each document);
 3. the harness's request building (`build_all_requests`) including the long-prompt check, which
-   tokenizes every prompt (with the tests' tiny model's tokenizer, built offline).
+   tokenizes each distinct piece of the prompts (document, template part) once and the prompts near
+   the limit whole (lm_eval_ext/prompt_length.py), with the tests' tiny model's tokenizer, built offline;
+4. for comparison, the same decisions by tokenizing every whole prompt, and whether they agree.
+
+The context length (16,384 by default) can be set with --max-length: the lower it is, the more prompts
+lie near it and are tokenized whole.
 
 Peak memory is the process's peak resident set size after each stage (ru_maxrss), and the peak
 of Python allocations during the stage (tracemalloc). The default file is the mirror's partial
 first-release 20-document file (441 questions -> 8,820 prompts).
 
-    LM_EVAL_EXT_DATA_DIR=../shared/data python bench/litm_prompt_throughput.py [--qa-file PATH] [--skip-length-check]
+    LM_EVAL_EXT_DATA_DIR=<mirror> python bench/litm_prompt_throughput.py [--qa-file PATH] [--skip-length-check] [--max-length N]
 """
 from __future__ import annotations
 
@@ -47,13 +52,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--qa-file", help="a 20-document QA file (default: the mirror's partial first-release file)")
     parser.add_argument("--skip-length-check", action="store_true", help="time request building without tokenizing")
+    parser.add_argument("--max-length", type=int, default=16384, help="the context length checked against")
     args = parser.parse_args()
     logging.disable(logging.WARNING)
 
     from lm_eval.tasks import TaskManager
 
     from lm_eval_ext.data import resolve_file
-    from lm_eval_ext.paths import tasks_dir
     from lm_eval_ext.testing.tiny_model import build_tiny_model
 
     qa_file = args.qa_file or str(resolve_file("lost_in_the_middle", PARTIAL))
@@ -62,8 +67,8 @@ def main() -> None:
         metadata = {"litm_qa_file": qa_file, "litm_positions": "all"}
         if not args.skip_length_check:
             metadata["pretrained"] = str(build_tiny_model(work / "model"))
-            metadata["max_length"] = 16384
-        manager = TaskManager(include_path=str(tasks_dir()), include_defaults=False, metadata=metadata)
+            metadata["max_length"] = args.max_length
+        manager = TaskManager(include_defaults=False, metadata=metadata)
         print(f"file: {qa_file}")
         print(f"{'stage':<44} {'seconds':>8} {'items/s':>9} {'py peak MB':>10} {'RSS MB':>7}")
 
@@ -79,12 +84,24 @@ def main() -> None:
         print(f"{'doc_to_text, all ' + str(n) + ' prompts':<44} {seconds:>8.2f} {n / seconds:>9.0f} {peak:>10.1f} {_rss_mb():>7.0f}")
         del prompts
 
-        label = "build_all_requests" + ("" if args.skip_length_check else " + length check (tokenize)")
+        label = "build_all_requests" + ("" if args.skip_length_check else " + length check")
         _, seconds, peak = _stage("requests", lambda: task.build_all_requests(limit=n))
         print(f"{label:<44} {seconds:>8.2f} {n / seconds:>9.0f} {peak:>10.1f} {_rss_mb():>7.0f}")
+        if not args.skip_length_check:
+            requests = [(i.args[0], i.args[1]) for i in task.instances]
+            fast, seconds, peak = _stage("check", lambda: task.budget.verdicts(
+                requests, pieces=[task.prompt_pieces(i.doc) for i in task.instances]))
+            whole = sum(not v.exact for v in fast)
+            print(f"{'length check alone (pieces)':<44} {seconds:>8.2f} {n / seconds:>9.0f} {peak:>10.1f} {_rss_mb():>7.0f}")
+            exact, seconds, peak = _stage("exact", lambda: task.budget.verdicts(requests))
+            print(f"{'length check, every prompt tokenized':<44} {seconds:>8.2f} {n / seconds:>9.0f} {peak:>10.1f} {_rss_mb():>7.0f}")
+            same = [a.fits for a in fast] == [b.fits for b in exact]
+            print(f"decisions identical: {same}; prompts decided from their pieces: {whole} of {n}; "
+                  f"too long: {sum(not v.fits for v in exact)} (context length {args.max_length})")
         print(f"mean prompt: {chars:,.0f} characters")
-        print("rerun: LM_EVAL_EXT_DATA_DIR=../shared/data python bench/litm_prompt_throughput.py"
-              + (f" --qa-file {args.qa_file}" if args.qa_file else "") + (" --skip-length-check" if args.skip_length_check else ""))
+        print("rerun: LM_EVAL_EXT_DATA_DIR=<mirror> python bench/litm_prompt_throughput.py"
+              + (f" --qa-file {args.qa_file}" if args.qa_file else "") + (" --skip-length-check" if args.skip_length_check else "")
+              + f" --max-length {args.max_length}")
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
