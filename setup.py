@@ -16,7 +16,7 @@ def _version() -> str:
 def _package_files(folder: str) -> list[str]:
     """Files under a top-level folder, as paths relative to the package dir.
 
-    tasks/ and templates/ live at the repository top (the design card) but are
+    tasks/ and templates/ live at the repository top but are
     shipped inside the wheel as lm_eval_ext/tasks and lm_eval_ext/templates.
     """
     return [str(p.relative_to(ROOT / folder)) for p in (ROOT / folder).rglob("*") if p.is_file() and "__pycache__" not in p.parts]
@@ -43,6 +43,8 @@ setup(
         "datasets>=2.16",
         "numpy",
         "tqdm>=4.59",
+        "pooch>=1.8",
+        "requests>=2.28",
         "pyyaml",
         "regex",
         "sqlparse>=0.4",
