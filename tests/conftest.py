@@ -7,7 +7,6 @@ them only through ``$LM_EVAL_EXT_DATA_DIR`` and are skipped, with one reason, wh
 from __future__ import annotations
 
 import importlib.util
-import json
 import os
 import subprocess
 import sys
@@ -57,7 +56,6 @@ def stub_openai():
 
 DATA_DIR_ENV = "LM_EVAL_EXT_DATA_DIR"
 NO_MIRROR_REASON = f"needs the datasets: {DATA_DIR_ENV} is not set (point it to a data mirror; see docs/testing.md)"
-FIXTURES = PROJECT_ROOT / "tests" / "fixtures"
 
 
 def mirror_dir() -> Path | None:
@@ -110,14 +108,8 @@ def isolated_data_env(tmp_path_factory):
 def data_dir() -> Path:
     """The data mirror (``$LM_EVAL_EXT_DATA_DIR``); tests taking it are marked ``requires_data``."""
     mirror = mirror_dir()
-    if mirror is None:  # reached only when a session fixture asks for it
-        pytest.skip(NO_MIRROR_REASON)
+    assert mirror is not None, "pytest_runtest_setup skips the tests that take data_dir when there is no mirror"
     return mirror
-
-
-def read_jsonl(path: Path) -> list[dict]:
-    """The records of a JSON-lines file."""
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
 @pytest.fixture
