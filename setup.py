@@ -61,6 +61,8 @@ setup(
         "datasets>=2.16",
         "numpy",
         "tqdm>=4.59",
+        "pooch>=1.8",
+        "requests>=2.28",
         "pyyaml",
         "regex",
         "sqlparse>=0.4",

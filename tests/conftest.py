@@ -1,5 +1,9 @@
 """Shared fixtures: the tiny hf model, the OpenAI stub server, the data mirror, a CLI runner, and result
-directories written by the real harness (built by tests/helpers/scripted.py, once per session)."""
+directories written by the real harness (built by tests/helpers/scripted.py, once per session).
+
+Tests that need the datasets take ``data_dir`` (or carry ``@pytest.mark.requires_data``): they read
+them only through ``$LM_EVAL_EXT_DATA_DIR`` and are skipped, with one reason, when it is unset.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +16,7 @@ from pathlib import Path
 import pytest
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
+pytest_plugins = ["pytester"]  # test_scaffolding runs small sessions with this conftest
 
 # Test the checkout even when the package is not installed. When it is
 # installed (e.g. `pip install .`), the installed copy is left in charge, so a
@@ -50,20 +55,62 @@ def stub_openai():
         yield srv
 
 
+DATA_DIR_ENV = "LM_EVAL_EXT_DATA_DIR"
+NO_MIRROR_REASON = f"needs the datasets: {DATA_DIR_ENV} is not set (point it to a data mirror; see docs/testing.md)"
+
+
+def mirror_dir() -> Path | None:
+    """The data mirror from ``$LM_EVAL_EXT_DATA_DIR`` (absolute), or None when it is unset."""
+    value = os.environ.get(DATA_DIR_ENV, "").strip()
+    return Path(value).expanduser().resolve() if value else None
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", f"requires_data: the test reads the datasets through {DATA_DIR_ENV}; skipped when it is unset")
+    mirror = mirror_dir()
+    if mirror is not None and not mirror.is_dir():
+        raise pytest.UsageError(f"{DATA_DIR_ENV}={os.environ[DATA_DIR_ENV]} is not a directory. Point it to a data "
+                                "mirror, or unset it to skip the tests that need the datasets.")
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` selects by marker
+def pytest_collection_modifyitems(items):
+    # Every test that takes the mirror is marked, so `-m "not requires_data"` selects the rest.
+    for item in items:
+        if "data_dir" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.requires_data)
+
+
+def pytest_runtest_setup(item):
+    if item.get_closest_marker("requires_data") and mirror_dir() is None:
+        pytest.skip(NO_MIRROR_REASON)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def isolated_data_env(tmp_path_factory):
+    """The data layer, in every test and subprocess, sees only what the tests give it.
+
+    The mirror is exported as an absolute path (subprocesses run in other
+    directories); the cache is a fresh directory, so the user's cache neither
+    helps nor hurts; downloads are off (tests that download turn them back on
+    against a local server).
+    """
+    with pytest.MonkeyPatch.context() as mp:
+        mirror = mirror_dir()
+        if mirror is not None:
+            mp.setenv(DATA_DIR_ENV, str(mirror))
+        mp.setenv("LM_EVAL_EXT_CACHE_DIR", str(tmp_path_factory.mktemp("lm_eval_ext_cache")))
+        mp.setenv("LM_EVAL_EXT_OFFLINE", "1")
+        yield
+
+
 @pytest.fixture(scope="session")
 def data_dir() -> Path:
-    """The data mirror: ``$LM_EVAL_EXT_DATA_DIR``, else ``<project root>/../shared/data``.
-
-    Exported (as an absolute path) as ``LM_EVAL_EXT_DATA_DIR`` for the session,
-    so subprocesses see it. Skips the test when the directory does not exist.
-    """
-    path = Path(os.environ.get("LM_EVAL_EXT_DATA_DIR") or PROJECT_ROOT.parent / "shared" / "data").resolve()
-    if not path.is_dir():
-        pytest.skip(f"data mirror not found at {path}; set LM_EVAL_EXT_DATA_DIR to the mirror directory")
-    with pytest.MonkeyPatch.context() as mp:
-        # absolute, so subprocesses running in other directories find it too
-        mp.setenv("LM_EVAL_EXT_DATA_DIR", str(path))
-        yield path
+    """The data mirror (``$LM_EVAL_EXT_DATA_DIR``); tests taking it are marked ``requires_data``."""
+    mirror = mirror_dir()
+    assert mirror is not None, "pytest_runtest_setup skips the tests that take data_dir when there is no mirror"
+    return mirror
 
 
 @pytest.fixture

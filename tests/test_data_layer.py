@@ -1,7 +1,8 @@
 """Tests of the data layer (lm_eval_ext.data): registry, resolution, downloads, archives, Spider, CLI.
 
-Downloads go to a local http.server on 127.0.0.1 through LM_EVAL_EXT_DOWNLOAD_BASE;
-the real mirror is read through LM_EVAL_EXT_DATA_DIR (or ../shared/data).
+Downloads go to a local http.server on 127.0.0.1 through LM_EVAL_EXT_DOWNLOAD_BASE (no network);
+download tests serve made-up files registered in a temporary manifest, so they need no mirror.
+Tests that read the real datasets take the ``mirror`` fixture (LM_EVAL_EXT_DATA_DIR).
 """
 from __future__ import annotations
 
@@ -35,15 +36,17 @@ from lm_eval_ext.data import (
     spider_database_dir,
     spider_database_path,
 )
+from lm_eval_ext.data import download as download_module
+from lm_eval_ext.data import registry
 from lm_eval_ext.data.cli import add_data_parser
 from lm_eval_ext.data.registry import MANIFEST_PATH, all_files, dataset_files
 
 ENV_VARS = ("LM_EVAL_EXT_DATA_DIR", "LM_EVAL_EXT_CACHE_DIR", "LM_EVAL_EXT_SPIDER_DIR", "LM_EVAL_EXT_OFFLINE",
             "LM_EVAL_EXT_DOWNLOAD_BASE", "HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")
-MIRROR = Path(os.environ.get("LM_EVAL_EXT_DATA_DIR") or Path(__file__).resolve().parents[1].parent / "shared" / "data").resolve()
 LIEDER_BASE = "stimuli/base/base_stimuli.jsonl"
 ELITR_QA_DEV = "data/elitr-bench-qa_dev.json"
 TRANSCRIPT = "ELITR-minuting-corpus/elitr-minuting-corpus-en/dev/meeting_en_dev_001/transcript_MAN_annot02.txt"
+ATTEMPTS = download_module.RETRIES + 1
 
 
 @pytest.fixture(autouse=True)
@@ -56,26 +59,62 @@ def clean_env(monkeypatch, tmp_path):
 
 
 @pytest.fixture
-def mirror(monkeypatch) -> Path:
-    """The real read-only mirror, as LM_EVAL_EXT_DATA_DIR."""
-    if not (MIRROR / "lieder").is_dir():
-        pytest.skip(f"dataset mirror not found at {MIRROR} (set LM_EVAL_EXT_DATA_DIR)")
-    monkeypatch.setenv("LM_EVAL_EXT_DATA_DIR", str(MIRROR))
-    return MIRROR
+def mirror(data_dir, monkeypatch) -> Path:
+    """The real read-only mirror, as LM_EVAL_EXT_DATA_DIR (clean_env removed it)."""
+    monkeypatch.setenv("LM_EVAL_EXT_DATA_DIR", str(data_dir))
+    return data_dir
+
+
+@pytest.fixture
+def registered(tmp_path, monkeypatch):
+    """``register({path: content})``: a manifest whose dataset ``lieder`` is just these files.
+
+    Returns the FileSpecs by path; their URLs are on a host that cannot resolve, so only the
+    local server (LM_EVAL_EXT_DOWNLOAD_BASE) can serve them.
+    """
+    def register(files: dict[str, bytes]) -> dict:
+        datasets = {name: {"url_base": f"https://files.invalid/{name}/", "files": []} for name in DATASETS}
+        datasets["lieder"]["files"] = [{"path": path, "sha256": hashlib.sha256(content).hexdigest(),
+                                        "size": len(content)} for path, content in files.items()]
+        manifest = tmp_path / "manifest.json"
+        manifest.write_text(json.dumps({"format": 1, "datasets": datasets}))
+        monkeypatch.setattr(registry, "MANIFEST_PATH", manifest)
+        registry._registry.cache_clear()
+        return {path: get_spec("lieder", path) for path in files}
+
+    yield register
+    registry._registry.cache_clear()  # the packaged manifest again (MANIFEST_PATH is restored next)
 
 
 class _Server:
-    """A local HTTP server laid out as <root>/<host>/<path>, counting requests."""
+    """A local HTTP server laid out as <root>/<host>/<path>, counting requests; it can drop connections."""
 
     def __init__(self, root: Path):
         self.root = root
         self.requests: list[str] = []
+        self.drops: dict[str, list] = {}  # request path -> [drops left, send Content-Length]
         server = self
 
         class Handler(SimpleHTTPRequestHandler):
             def do_GET(self):
                 server.requests.append(self.path)
-                super().do_GET()
+                drop = server.drops.get(self.path)
+                if drop and drop[0] > 0:
+                    drop[0] -= 1
+                    self._send_half(with_length=drop[1])
+                else:
+                    super().do_GET()
+
+            def _send_half(self, with_length: bool):
+                """Announce the whole file, send half of it, close the connection."""
+                body = Path(self.translate_path(self.path)).read_bytes()
+                self.send_response(200)
+                if with_length:
+                    self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body[: len(body) // 2])
+                self.wfile.flush()
+                self.close_connection = True
 
             def log_message(self, *args):
                 pass
@@ -87,12 +126,25 @@ class _Server:
         # Bounded: stops itself even if a test forgets to.
         self.watchdog = threading.Timer(120, self.httpd.shutdown)
 
+    @staticmethod
+    def path_of(url: str) -> str:
+        """The request path the canonical ``url`` is mapped to."""
+        parts = urlsplit(url)
+        return f"/{parts.netloc}{parts.path}"
+
     def put(self, url: str, content: bytes) -> None:
         """Serve ``content`` where the canonical ``url`` is mapped to."""
-        parts = urlsplit(url)
-        target = self.root / parts.netloc / parts.path.lstrip("/")
+        target = self.root / self.path_of(url).lstrip("/")
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(content)
+
+    def drop(self, url: str, times: int, with_length: bool = True) -> None:
+        """The next ``times`` requests for ``url`` get half the body, then the connection closes."""
+        self.drops[self.path_of(url)] = [times, with_length]
+
+    def count(self, url: str) -> int:
+        """How many requests asked for ``url``."""
+        return self.requests.count(self.path_of(url))
 
 
 @pytest.fixture
@@ -109,8 +161,9 @@ def server(tmp_path, monkeypatch):
     srv.thread.join(5)
 
 
-def _leftovers(directory: Path) -> list[Path]:
-    return [p for p in directory.rglob("*") if ".part" in p.name or ".archive" in p.name or ".extract" in p.name]
+def _files(directory: Path) -> set[str]:
+    """Every file under ``directory`` (temporary ones included), relative, as posix paths."""
+    return {p.relative_to(directory).as_posix() for p in directory.rglob("*") if p.is_file()} if directory.exists() else set()
 
 
 def _cli(*argv: str) -> int:
@@ -184,12 +237,10 @@ def test_elitr_zips_use_zipcrypto_not_aes(mirror):
     assert info.flag_bits & 0x1 and info.compress_type != 99
 
 
-def test_mirror_file_with_wrong_checksum_is_rejected(tmp_path, monkeypatch):
-    if not (MIRROR / "lieder").is_dir():
-        pytest.skip(f"dataset mirror not found at {MIRROR}")
+def test_mirror_file_with_wrong_checksum_is_rejected(data_dir, tmp_path, monkeypatch):
     bad = tmp_path / "mirror" / "lieder" / LIEDER_BASE
     bad.parent.mkdir(parents=True)
-    shutil.copy(MIRROR / "lieder" / LIEDER_BASE, bad)
+    shutil.copy(data_dir / "lieder" / LIEDER_BASE, bad)
     monkeypatch.setenv("LM_EVAL_EXT_DATA_DIR", str(tmp_path / "mirror"))
     assert resolve_file("lieder", LIEDER_BASE) == bad  # good copy: accepted
     bad.write_bytes(bad.read_bytes().replace(b"dog", b"cat", 1))
@@ -213,26 +264,74 @@ def test_explicit_path_wins_over_mirror(mirror, tmp_path):
 
 # --- downloads -----------------------------------------------------------------------------------
 
-def test_download_into_cache_then_reuse(mirror, server, monkeypatch, clean_env):
-    spec = get_spec("lieder", LIEDER_BASE)
-    server.put(spec.url, (mirror / "lieder" / LIEDER_BASE).read_bytes())  # the registered bytes
-    monkeypatch.delenv("LM_EVAL_EXT_DATA_DIR")
+STIMULI = b"".join(b'{"id": "%d", "sent": "The dog is here.", "expected": 1}\n' % i for i in range(2000))
+
+
+def test_download_into_cache_then_reuse(registered, server, clean_env):
+    spec = registered({LIEDER_BASE: STIMULI})[LIEDER_BASE]
+    server.put(spec.url, STIMULI)
     found = resolve("lieder", LIEDER_BASE)
     assert found.how == "download" and found.path == clean_env / "lieder" / LIEDER_BASE
-    assert hashlib.sha256(found.path.read_bytes()).hexdigest() == spec.sha256
+    assert found.path.read_bytes() == STIMULI
     assert resolve("lieder", LIEDER_BASE).how == "cache"
-    assert len(server.requests) == 1
-    assert not _leftovers(clean_env)
+    assert server.count(spec.url) == 1
+    assert _files(clean_env) == {f"lieder/{LIEDER_BASE}"}
+
+
+@pytest.mark.parametrize("with_length", [True, False], ids=["content_length", "no_content_length"])
+def test_dropped_connection_is_retried(registered, server, clean_env, with_length):
+    # With a Content-Length the short body is a transport error; without one it looks complete
+    # and only its sha256 shows it is not: both are tried again.
+    spec = registered({LIEDER_BASE: STIMULI})[LIEDER_BASE]
+    server.put(spec.url, STIMULI)
+    server.drop(spec.url, times=1, with_length=with_length)
+    found = resolve("lieder", LIEDER_BASE)
+    assert found.how == "download" and found.path.read_bytes() == STIMULI
+    assert server.count(spec.url) == 2
+    assert _files(clean_env) == {f"lieder/{LIEDER_BASE}"}
+
+
+def test_half_written_download_leaves_nothing(registered, server, clean_env):
+    spec = registered({LIEDER_BASE: STIMULI})[LIEDER_BASE]
+    server.put(spec.url, STIMULI)
+    server.drop(spec.url, times=ATTEMPTS)  # every attempt breaks off half-way
+    with pytest.raises(DataError) as err:
+        resolve_file("lieder", LIEDER_BASE)
+    message = str(err.value)
+    assert f"{server.base}{server.path_of(spec.url)} failed ({ATTEMPTS} attempts)" in message
+    assert "lm-eval-ext data fetch lieder" in message and "\n" not in message
+    assert server.count(spec.url) == ATTEMPTS
+    assert _files(clean_env) == set()
+
+
+def test_interrupted_download_leaves_nothing(registered, server, clean_env, monkeypatch):
+    spec = registered({LIEDER_BASE: STIMULI})[LIEDER_BASE]
+    server.put(spec.url, STIMULI)
+
+    class InterruptedBar(download_module.tqdm):
+        def update(self, n=1):
+            super().update(n)
+            raise KeyboardInterrupt  # Ctrl-C after the first block was written
+
+    monkeypatch.setattr(download_module, "tqdm", InterruptedBar)
+    with pytest.raises(KeyboardInterrupt):
+        resolve_file("lieder", LIEDER_BASE)
+    assert server.count(spec.url) == 1  # an interrupt is not retried
+    assert (clean_env / "lieder").is_dir() and _files(clean_env) == set()
 
 
 def test_download_checksum_mismatch_leaves_nothing(server, clean_env):
     spec = get_spec("lieder", LIEDER_BASE)
-    server.put(spec.url, b"not the registered file\n")
+    served = b"not the registered file\n"
+    server.put(spec.url, served)
     with pytest.raises(DataError) as err:
         resolve_file("lieder", LIEDER_BASE)
-    assert spec.sha256 in str(err.value) and "Checksum mismatch" in str(err.value)
-    assert not (clean_env / "lieder" / LIEDER_BASE).exists()
-    assert not _leftovers(clean_env)
+    message = str(err.value)
+    assert message.startswith(f"Checksum mismatch for the download of {server.base}{server.path_of(spec.url)} "
+                              f"({ATTEMPTS} attempts): expected sha256 {spec.sha256}, "
+                              f"got {hashlib.sha256(served).hexdigest()}.")
+    assert server.count(spec.url) == ATTEMPTS  # a body can arrive short without any error: tried again
+    assert _files(clean_env) == set()
 
 
 @pytest.mark.parametrize("variable", ["LM_EVAL_EXT_OFFLINE", "HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"])
@@ -260,14 +359,15 @@ def test_network_failure_is_a_data_error(monkeypatch, clean_env):
     monkeypatch.setenv("LM_EVAL_EXT_DOWNLOAD_BASE", f"http://127.0.0.1:{port}")
     with pytest.raises(DataError) as err:
         resolve_file("lieder", LIEDER_BASE)
-    assert "lm-eval-ext data fetch lieder" in str(err.value) and "failed" in str(err.value)
-    assert not (clean_env / "lieder").exists() or not any((clean_env / "lieder").rglob("*.jsonl*"))
+    assert "lm-eval-ext data fetch lieder" in str(err.value) and f"failed ({ATTEMPTS} attempts)" in str(err.value)
+    assert _files(clean_env) == set()
 
 
-def test_http_404_is_a_data_error(server, clean_env):
+def test_http_404_is_a_data_error_and_not_retried(server, clean_env):
     with pytest.raises(DataError, match="HTTP 404"):
         resolve_file("lieder", LIEDER_BASE)
-    assert not _leftovers(clean_env)
+    assert server.count(get_spec("lieder", LIEDER_BASE).url) == 1
+    assert _files(clean_env) == set()
 
 
 def test_file_without_canonical_url_says_so(server):
@@ -276,16 +376,26 @@ def test_file_without_canonical_url_says_so(server):
     assert "mappings.py" in str(err.value) and server.requests == []
 
 
-def test_elitr_transcripts_come_from_the_corpus_archive_once(server, clean_env):
-    if not (MIRROR / "elitr_bench").is_dir():
-        pytest.skip(f"dataset mirror not found at {MIRROR}")
-    specs = [s for s in dataset_files("elitr_bench") if s.archive_url]
+# --- the ELITR transcripts: members of one corpus archive ------------------------------------------
+
+def _corpus_archive(contents: dict[str, bytes]) -> bytes:
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w") as zf:
         zf.writestr("../elsewhere/unrelated.txt", b"never extracted: not a registered member")
-        for s in specs:
-            zf.writestr(f"ELITR-minuting-corpus/{s.member}", (MIRROR / "elitr_bench" / s.path).read_bytes())
-    server.put(specs[0].archive_url, buf.getvalue())
+        for member, data in contents.items():
+            zf.writestr(f"ELITR-minuting-corpus/{member}", data)
+    return buf.getvalue()
+
+
+def _transcript_specs() -> list:
+    return [s for s in dataset_files("elitr_bench") if s.archive_url]
+
+
+def test_elitr_transcripts_come_from_the_corpus_archive_once(mirror, server, clean_env, monkeypatch):
+    specs = _transcript_specs()
+    server.put(specs[0].archive_url, _corpus_archive({s.member: (mirror / "elitr_bench" / s.path).read_bytes()
+                                                      for s in specs}))
+    monkeypatch.delenv("LM_EVAL_EXT_DATA_DIR")
     found = resolve("elitr_bench", TRANSCRIPT)
     assert found.how == "download" and found.path == clean_env / "elitr_bench" / TRANSCRIPT
     assert len(server.requests) == 1
@@ -293,18 +403,44 @@ def test_elitr_transcripts_come_from_the_corpus_archive_once(server, clean_env):
         assert hashlib.sha256((clean_env / "elitr_bench" / s.path).read_bytes()).hexdigest() == s.sha256
         assert resolve("elitr_bench", s.path).how == "cache"
     assert len(server.requests) == 1
-    assert not (clean_env.parent / "elsewhere").exists() and not _leftovers(clean_env)
+    assert _files(clean_env) == {f"elitr_bench/{s.path}" for s in specs}
+    assert not (clean_env.parent / "elsewhere").exists()
 
 
 def test_elitr_archive_member_with_wrong_content_is_rejected(server, clean_env):
     spec = get_spec("elitr_bench", TRANSCRIPT)
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w") as zf:
-        zf.writestr(spec.member, b"tampered transcript")
-    server.put(spec.archive_url, buf.getvalue())
-    with pytest.raises(DataError, match="Checksum mismatch"):
+    server.put(spec.archive_url, _corpus_archive({spec.member: b"tampered transcript"}))
+    with pytest.raises(DataError, match="Checksum mismatch") as err:
         resolve_file("elitr_bench", TRANSCRIPT)
-    assert not (clean_env / "elitr_bench").exists() and not _leftovers(clean_env)
+    assert f"member {spec.member} of {spec.archive_url}" in str(err.value)
+    assert _files(clean_env) == set()
+
+
+def test_bad_corpus_archive_is_fetched_once_per_run(server, clean_env, capsys):
+    """Every transcript fails its checksum: one download, one error per transcript naming the URL."""
+    specs = _transcript_specs()
+    url = specs[0].archive_url
+    server.put(url, _corpus_archive({s.member: b"tampered transcript" for s in specs}))
+    assert _cli("fetch", "elitr_bench") == 1
+    assert server.count(url) == 1
+    err = capsys.readouterr().err
+    assert err.count(f"Checksum mismatch for member {specs[0].member} of {url}:") == 1
+    assert ".archive." not in err  # no path of the temporary download (gone by now)
+    with pytest.raises(DataError) as again:  # later in the same run: the same answer, no download
+        resolve_file("elitr_bench", specs[-1].path)
+    assert str(again.value).startswith(f"Checksum mismatch for member {specs[-1].member} of {url}:")
+    assert server.count(url) == 1
+    assert not (clean_env / "elitr_bench" / "ELITR-minuting-corpus").exists()
+
+
+def test_corrupted_corpus_archive_is_one_error_naming_the_url(server, clean_env, capsys):
+    url = _transcript_specs()[0].archive_url
+    server.put(url, b"PK\x03\x04 cut short")
+    assert _cli("fetch", "elitr_bench") == 1
+    assert server.count(url) == 1
+    err = capsys.readouterr().err
+    assert err.count(f"{url} is not a readable zip archive") == 1  # printed once for the 18 transcripts
+    assert ".archive." not in err
 
 
 # --- zip reading ---------------------------------------------------------------------------------
@@ -363,7 +499,7 @@ def test_safe_extract_good_zip_and_tar(tmp_path):
     assert (out / "top/sub/b.txt").read_bytes() == b"B"
     out = safe_extract(_tar(tmp_path / "ok.tar.gz", entries), tmp_path / "tar_out", members=["top/a.txt"])
     assert (out / "top/a.txt").read_bytes() == b"A" and not (out / "top/sub").exists()
-    assert not _leftovers(tmp_path)
+    assert _files(tmp_path) == {"ok.zip", "ok.tar.gz", "zip_out/top/a.txt", "zip_out/top/sub/b.txt", "tar_out/top/a.txt"}
 
 
 @pytest.mark.parametrize("case", ["zip_dotdot", "zip_absolute", "zip_drive", "zip_symlink",
@@ -453,19 +589,27 @@ def test_cli_where_reports_errors_without_traceback(capsys):
 
 def test_cli_verify_passes_on_real_mirror(mirror, capsys):
     assert _cli("verify", "lieder") == 0
-    assert "lieder: 4 ok, 0 mismatched, 0 missing" in capsys.readouterr().out
+    assert f"lieder: {len(dataset_files('lieder'))} ok, 0 mismatched, 0 missing" in capsys.readouterr().out
 
 
-def test_cli_fetch_downloads_and_summarizes(mirror, server, monkeypatch, tmp_path, clean_env, capsys):
-    for spec in dataset_files("lieder"):
-        server.put(spec.url, (mirror / "lieder" / spec.path).read_bytes())
-    monkeypatch.delenv("LM_EVAL_EXT_DATA_DIR")
+def test_cli_fetch_downloads_and_summarizes(registered, server, clean_env, capsys):
+    files = {LIEDER_BASE: STIMULI, "human/human_accuracy.csv": b"item,accuracy\n1,0.9\n"}
+    for path, spec in registered(files).items():
+        server.put(spec.url, files[path])
     assert _cli("fetch", "lieder") == 0
-    assert "lieder: 4 files (4 download)" in capsys.readouterr().out
+    assert "lieder: 2 files (2 download)" in capsys.readouterr().out
     assert _cli("fetch", "lieder") == 0
-    assert "lieder: 4 files (4 cache)" in capsys.readouterr().out
+    assert "lieder: 2 files (2 cache)" in capsys.readouterr().out
     assert _cli("where", "lieder", LIEDER_BASE) == 0
     assert capsys.readouterr().out.strip() == f"{clean_env / 'lieder' / LIEDER_BASE}  (cache)"
+
+
+def test_cli_fetch_offline_lists_the_first_errors(monkeypatch, capsys):
     monkeypatch.setenv("LM_EVAL_EXT_OFFLINE", "1")
-    assert _cli("fetch", "magnifico") == 1
-    assert "lm-eval-ext data fetch magnifico" in capsys.readouterr().err
+    total = len(dataset_files("lieder"))
+    assert _cli("fetch", "lieder") == 1
+    captured = capsys.readouterr()
+    assert f"lieder: {total} files ({total} failed)" in captured.out
+    lines = captured.err.splitlines()
+    assert len(lines) == 6 and all("lm-eval-ext data fetch lieder" in line for line in lines[:5])
+    assert lines[5] == f"{total} files failed in all; the first 5 distinct errors are shown above."

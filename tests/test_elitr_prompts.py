@@ -1,30 +1,46 @@
 """ELITR-Bench prompts, byte for byte, as the model receives them through the real harness.
 
-Expectations come from the authors' own code (shared/specs/examples/elitr_prompts.jsonl: the raw
+Expectations come from the authors' own code (tests/fixtures/elitr_prompts.jsonl: the raw
 prompts of the first three questions of meeting_en_dev_002, QA set, dev, single- and multi-turn,
 with and without QA markers; earlier answers are the placeholders ANSWER-1, ANSWER-2), never from
-the code under test. The answering model is ``ext-canned-gen`` (its calls log holds the exact
+the code under test. The fixture keeps each prompt without its transcript; the registered
+transcript (checksummed by the data layer) is put back in and the whole prompt checked against
+the fixture's sha256. The answering model is ``ext-canned-gen`` (its calls log holds the exact
 prompts it got); in multi-turn mode it answers "ANSWER-<k>" at turn k, like the examples, so the
 expected multi-turn prompts are the examples themselves. Chat-template expectations are built
 from the same examples with the canned model's template ("<role>: <content>\\n" per message).
 """
 from __future__ import annotations
 
+import hashlib
 import json
-from pathlib import Path
 
 import pytest
+from helpers.prompts import read_fixture_jsonl, sha256_text
 
 MEETING_002 = [17, 18, 19]  # documents of meeting_en_dev_002, questions 1-3 (meeting 001 has 17 questions)
+TRANSCRIPT_002 = "ELITR-minuting-corpus/elitr-minuting-corpus-en/dev/meeting_en_dev_002/transcript_MAN_annot16.txt"
+# The answer prompts ELITR-Bench defines (Thonet et al., COLING 2025), pinned by sha256: the shipped
+# templates must not drift from them (the English one is also checked through the prompts below).
+PUBLISHED_TEMPLATES = {
+    "elitr_answer_en.txt": "f775e3a3a9708dd0121c91620524910b9e56f96344636c08d54c4dc70c0947df",
+    "elitr_answer_cs.txt": "6f5b7aa283340241a703a2827d88b0e55287355a368917219636a95002217913",
+}
 
 
 @pytest.fixture(scope="module")
-def examples() -> dict:
-    path = Path(__file__).resolve().parents[2] / "shared" / "specs" / "examples" / "elitr_prompts.jsonl"
-    if not path.is_file():
-        pytest.skip(f"no authors' examples at {path}")
-    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
-    return {(r["mode"], r["qa_markers"], r["question_index"]): r for r in rows}
+def examples(data_dir) -> dict:
+    """The authors' prompts by (mode, qa_markers, question index), transcript put back in."""
+    from lm_eval_ext.data import resolve_file
+
+    transcript = resolve_file("elitr_bench", TRANSCRIPT_002).read_text(encoding="utf-8")
+    rows = {}
+    for row in read_fixture_jsonl("elitr_prompts.jsonl"):
+        assert row["transcript_sha256"] == sha256_text(transcript)
+        prompt = row.pop("before_transcript") + transcript + row.pop("after_transcript")
+        assert sha256_text(prompt) == row["prompt_sha256"]
+        rows[row["mode"], row["qa_markers"], row["question_index"]] = {**row, "prompt": prompt}
+    return rows
 
 
 def asked_questions(examples, qa_markers: bool) -> list[str]:
@@ -56,15 +72,11 @@ def answer_rules(examples, qa_markers):
     return [{"contains": questions[k], "response": f"ANSWER-{k + 1}"} for k in (2, 1, 0)]
 
 
-def test_answer_templates_are_byte_copies_of_the_spec():
+def test_answer_templates_are_byte_copies_of_the_published_prompts():
     from lm_eval_ext.paths import templates_dir
 
-    spec = Path(__file__).resolve().parents[2] / "shared" / "specs" / "prompts"
-    if not spec.is_dir():
-        pytest.skip(f"no spec prompts at {spec}")
-    for language in ("en", "cs"):
-        name = f"elitr_answer_{language}.txt"
-        assert (templates_dir() / name).read_bytes() == (spec / name).read_bytes()
+    for name, sha256 in PUBLISHED_TEMPLATES.items():
+        assert hashlib.sha256((templates_dir() / name).read_bytes()).hexdigest() == sha256, name
 
 
 def test_question_formatting_by_hand():

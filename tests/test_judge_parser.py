@@ -13,7 +13,15 @@ from lm_eval_ext.judge.parser import PARSERS
 from lm_eval_ext.judge.templates import JUDGES, fill_template, judge_spec
 
 ROOT = Path(__file__).resolve().parents[1]
-SPEC_PROMPTS = ROOT.parent / "shared" / "specs" / "prompts"
+TEMPLATES = ROOT / "templates"
+# The judge prompts ELITR-Bench defines (Thonet et al., COLING 2025: its GPT-4 rubric judge and its
+# Prometheus judge), pinned by sha256: the shipped templates must not drift from them.
+PUBLISHED_TEMPLATES = {
+    "judge_gpt4_rubric_en.txt": "befed4d27cc723607d772b342e96a26bb7387d68f3556acb8472733dad6c141f",
+    "judge_gpt4_rubric_cs.txt": "62f13986e4a3a73831ccc902ef325f430e30c1ffb2d680b78ee59a989fbedb88",
+    "judge_prometheus_en.txt": "c541bb33eefaefac9c268008c098be1f534014d59af6565ddbe5627c09cc1707",
+    "judge_prometheus_cs.txt": "56becf9c51efdb7e58720152ae137a7b76aa1a6dd6d575b5f6661ed676a27af6",
+}
 
 # (parser, low, high, raw reply, expected raw score or None = parse failure)
 PARSE_TABLE = [
@@ -88,10 +96,9 @@ def test_failure_reasons_name_the_problem():
 # -- templates ------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", ["judge_gpt4_rubric_en", "judge_gpt4_rubric_cs", "judge_prometheus_en", "judge_prometheus_cs"])
-def test_templates_are_byte_copies_of_the_spec(name):
-    shipped = (ROOT / "templates" / f"{name}.txt").read_bytes()
-    assert shipped == (SPEC_PROMPTS / f"{name}.txt").read_bytes()
+@pytest.mark.parametrize("name", sorted(PUBLISHED_TEMPLATES))
+def test_templates_are_byte_copies_of_the_published_prompts(name):
+    assert hashlib.sha256((TEMPLATES / name).read_bytes()).hexdigest() == PUBLISHED_TEMPLATES[name]
 
 
 @pytest.mark.parametrize(("judge", "language", "file", "low", "high", "scale", "system"), [
@@ -103,9 +110,9 @@ def test_templates_are_byte_copies_of_the_spec(name):
 def test_builtin_judges(judge, language, file, low, high, scale, system):
     spec = judge_spec(resolve_config(explicit={"judge": judge, "language": language}, environ={}))
     assert (spec.template_name, spec.low, spec.high, spec.scale, spec.system_message) == (file, low, high, scale, system)
-    raw = (SPEC_PROMPTS / file).read_bytes()
+    raw = (TEMPLATES / file).read_bytes()
     assert spec.template_sha256 == hashlib.sha256(raw).hexdigest()
-    # The prompt: the spec's text with the three stripped values in place (plain replace is safe
+    # The prompt: the published text with the three stripped values in place (plain replace is safe
     # here because the values hold no braces), after the judge's system message if it has one.
     messages = spec.messages("  Who came?\n", "\nPERSON1 and PERSON2.  ", " PERSON1, PERSON2\n")
     expected = raw.decode().replace("{question}", "Who came?").replace("{response}", "PERSON1 and PERSON2.") \

@@ -11,6 +11,7 @@ import math
 from pathlib import Path
 
 import pytest
+from helpers.prompts import read_fixture_jsonl
 
 pytestmark = pytest.mark.filterwarnings("ignore")
 
@@ -155,11 +156,9 @@ def test_too_long_prompts_are_skipped_never_sent_and_counted(data_dir, tmp_path,
     assert sample["arguments"][0][0].startswith("Write a high-quality answer")  # the prompt is logged all the same
 
 
-def _oracle_examples(data_dir) -> list[dict]:
-    path = Path(data_dir).parent / "specs" / "examples" / "litm_prompts.jsonl"
-    if not path.is_file():
-        pytest.skip(f"no authors' example prompts at {path}")
-    return [e for e in map(json.loads, path.read_text().splitlines()) if e["task"] == "litm_qa_oracle"]
+def _oracle_examples() -> list[dict]:
+    """Oracle questions 41-45 (indices 40-44) with the prompts the authors' code made for them."""
+    return [e for e in read_fixture_jsonl("litm_prompts.jsonl") if e["task"] == "litm_qa_oracle"]
 
 
 @pytest.mark.parametrize("policy", ["skip", "truncate"])
@@ -167,7 +166,7 @@ def test_length_policy_on_mixed_lengths(data_dir, tmp_path, tiny_model_dir, poli
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
-    examples = _oracle_examples(data_dir)  # oracle questions 41-45 (indices 40-44), prompts from the authors' code
+    examples = _oracle_examples()
     # fits when prompt tokens + 100 generated tokens <= 500 (the adapters keep max_length - max_gen_toks tokens)
     too_long = [len(tokenizer(e["prompt"])["input_ids"]) + 100 > 500 for e in examples]
     assert 0 < sum(too_long) < len(too_long)  # the window was chosen to split them
@@ -189,6 +188,7 @@ def test_length_policy_on_mixed_lengths(data_dir, tmp_path, tiny_model_dir, poli
     assert flags == {e["question"]: int(long_) for e, long_ in zip(examples, too_long)}
 
 
+@pytest.mark.requires_data  # the task reads the oracle file before checking its arguments
 def test_bad_length_arguments_are_user_errors(tmp_path):
     from lm_eval_ext.errors import UserError
 
@@ -198,6 +198,7 @@ def test_bad_length_arguments_are_user_errors(tmp_path):
         evaluate(tmp_path, ["litm_qa_closedbook"], [], "x", {"max_length": 100})
 
 
+@pytest.mark.requires_data
 def test_chat_template_wraps_the_prompt_and_is_what_gets_measured(tmp_path, tiny_model_dir):
     from transformers import AutoTokenizer
 

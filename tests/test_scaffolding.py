@@ -160,6 +160,49 @@ def test_data_dir_and_run_cli_environment(data_dir, run_cli, tmp_path):
     assert seen["env"]["HF_HUB_OFFLINE"] == seen["env"]["HF_DATASETS_OFFLINE"] == "1"
 
 
+def test_data_layer_isolated_in_tests_and_subprocesses(run_cli, tmp_path_factory):
+    import os
+
+    cache = Path(os.environ["LM_EVAL_EXT_CACHE_DIR"])
+    assert cache.parent == tmp_path_factory.getbasetemp() and os.environ["LM_EVAL_EXT_OFFLINE"] == "1"
+    proc = run_cli(["python", "-c", "from lm_eval_ext.data import config; "
+                    "print(config.cache_dir(), config.offline_reason())"])
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == [str(cache), "LM_EVAL_EXT_OFFLINE=1"]
+
+
+REQUIRES_DATA_DEMO = """
+import pytest
+
+def test_takes_the_mirror(data_dir):
+    assert (data_dir / "lieder").is_dir()
+
+@pytest.mark.requires_data
+def test_marked():
+    pass
+
+def test_needs_nothing():
+    pass
+"""
+
+
+def test_requires_data_skips_with_one_reason_or_runs(pytester, monkeypatch):
+    pytester.makeconftest((Path(__file__).parent / "conftest.py").read_text(encoding="utf-8"))
+    pytester.makepyfile(test_demo=REQUIRES_DATA_DEMO)
+    monkeypatch.delenv("LM_EVAL_EXT_DATA_DIR", raising=False)
+    result = pytester.runpytest_subprocess("-rs")
+    result.assert_outcomes(passed=1, skipped=2)
+    result.stdout.fnmatch_lines(["SKIPPED [[]2] *: needs the datasets: LM_EVAL_EXT_DATA_DIR is not set*"])
+    assert pytester.runpytest_subprocess("-m", "not requires_data").parseoutcomes() == {"passed": 1, "deselected": 2}
+    (pytester.path / "mirror" / "lieder").mkdir(parents=True)
+    monkeypatch.setenv("LM_EVAL_EXT_DATA_DIR", "mirror")  # relative: made absolute for the session
+    pytester.runpytest_subprocess().assert_outcomes(passed=3)
+    monkeypatch.setenv("LM_EVAL_EXT_DATA_DIR", str(pytester.path / "absent"))
+    result = pytester.runpytest_subprocess()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "is not a directory" in result.stderr.str()
+
+
 # -- scripted models through the harness ---------------------------------
 
 

@@ -16,7 +16,7 @@ from .errors import DataError
 _DRIVE = re.compile(r"^[A-Za-z]:")
 
 
-def check_member_name(name: str, archive: Path) -> None:
+def check_member_name(name: str, archive: Path | str) -> None:
     """Reject member names that could land outside the extraction directory."""
     normalized = name.replace("\\", "/")
     if normalized.startswith("/") or _DRIVE.match(normalized):
@@ -30,10 +30,16 @@ def _zip_is_symlink(info: zipfile.ZipInfo) -> bool:
     return stat.S_ISLNK(info.external_attr >> 16)
 
 
-def _open_zip(path: Path) -> zipfile.ZipFile:
+def _open_zip(path: Path, shown: str | None = None) -> zipfile.ZipFile:
     try:
         return zipfile.ZipFile(path)
     except (zipfile.BadZipFile, OSError) as err:
+        if shown is not None:  # a transient download: its path means nothing to the user
+            raise DataError(
+                f"{shown} is not a readable zip archive ({err}): the download is corrupted or truncated. "
+                "Nothing was saved. Retry later; if it persists, the upstream file changed and the registry "
+                "(lm_eval_ext/data/manifest.json) needs review."
+            ) from None
         raise DataError(
             f"{path} is not a readable zip archive ({err}). It is corrupted or truncated: "
             "delete it and fetch it again (`lm-eval-ext data fetch NAME`)."
@@ -76,26 +82,28 @@ def read_zip_bytes(path: Path, member: str, password: bytes | None = None) -> by
             ) from None
 
 
-def read_members_by_suffix(path: Path, suffixes: list[str]) -> dict[str, bytes]:
+def read_members_by_suffix(path: Path, suffixes: list[str], shown: str | None = None) -> dict[str, bytes]:
     """Read the zip members whose path ends with each suffix (at a '/' boundary).
 
     Returns ``{suffix: bytes}`` for the suffixes found. Member names are never
-    used as output paths; links are refused all the same.
+    used as output paths; links are refused all the same. Errors name the
+    archive as ``shown`` (e.g. the URL it was downloaded from) when given.
     """
     found: dict[str, bytes] = {}
     wanted = set(suffixes)
-    with _open_zip(path) as zf:
+    where = shown or str(path)
+    with _open_zip(path, shown) as zf:
         for info in zf.infolist():
             name = info.filename.replace("\\", "/")
             for suffix in wanted - found.keys():
                 if name == suffix or name.endswith("/" + suffix):
-                    check_member_name(info.filename, path)
+                    check_member_name(info.filename, where)
                     if _zip_is_symlink(info):
-                        raise DataError(f"Unsafe entry {info.filename!r} in archive {path}: symbolic link.")
+                        raise DataError(f"Unsafe entry {info.filename!r} in archive {where}: symbolic link.")
                     try:
                         found[suffix] = zf.read(info)
                     except (RuntimeError, zipfile.BadZipFile, zlib.error, OSError) as err:
-                        raise DataError(f"Member {info.filename!r} of {path} could not be read: {err}.") from None
+                        raise DataError(f"Member {info.filename!r} of {where} could not be read: {err}.") from None
     return found
 
 

@@ -1,24 +1,16 @@
 """sha256 of local files, verified once per process per (path, size, mtime)."""
 from __future__ import annotations
 
-import hashlib
 import threading
 from pathlib import Path
+
+from pooch import file_hash
 
 from .download import checksum_error
 from .registry import FileSpec
 
 _verified: set[tuple[str, int, int, str]] = set()
 _lock = threading.Lock()
-
-
-def sha256_file(path: Path) -> str:
-    """Hex sha256 of a file, read in 1 MiB blocks."""
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _key(path: Path, spec: FileSpec) -> tuple[str, int, int, str]:
@@ -43,7 +35,7 @@ def verify_file(path: Path, spec: FileSpec, where: str) -> None:
     with _lock:
         if key in _verified:
             return
-    actual = sha256_file(path)
+    actual = file_hash(str(path))  # sha256, read in blocks
     if actual != spec.sha256:
         if where == "mirror":
             advice = (f"Replace it with a good copy (canonical source: {spec.source}), or unset "

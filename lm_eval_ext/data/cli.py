@@ -5,8 +5,9 @@ import argparse
 import sys
 from collections import Counter
 
+from pooch import file_hash
+
 from . import config
-from .checksums import sha256_file
 from .errors import DataError
 from .registry import DATASETS, dataset_files
 from .resolve import local_candidates, resolve
@@ -75,10 +76,13 @@ def fetch_command(args: argparse.Namespace) -> int:
         print(f"{name}: {sum(counts.values())} files ({summary})")
         if name == "spider":
             print(_spider_status())
-    for message in errors[:_MAX_ERRORS_SHOWN]:
+    # The members of one unreadable archive share one message: print it once.
+    shown = list(dict.fromkeys(errors))[:_MAX_ERRORS_SHOWN]
+    for message in shown:
         print(message, file=sys.stderr)
-    if len(errors) > _MAX_ERRORS_SHOWN:
-        print(f"... and {len(errors) - _MAX_ERRORS_SHOWN} more files failed.", file=sys.stderr)
+    if len(errors) > len(shown):
+        print(f"{len(errors)} files failed in all; the first {len(shown)} distinct errors are shown above.",
+              file=sys.stderr)
     return 1 if errors else 0
 
 
@@ -98,7 +102,7 @@ def verify_command(args: argparse.Namespace) -> int:
                 counts["missing"] += 1
                 print(f"missing: {name}/{spec.path}")
             for where, path in copies:
-                actual = sha256_file(path)
+                actual = file_hash(str(path))  # sha256
                 if actual == spec.sha256:
                     counts["ok"] += 1
                 else:

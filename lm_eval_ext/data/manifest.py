@@ -10,10 +10,11 @@ run it; the generated manifest.json ships inside the package.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import sys
 from pathlib import Path
+
+from pooch import file_hash
 
 from .registry import DATASETS, MANIFEST_PATH
 
@@ -78,14 +79,6 @@ def _entry(dataset: str, rel: str, sha256: str, size: int) -> dict:
     return entry
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def build(mirror: Path) -> dict:
     """The manifest as a dict, from the mirror's files plus the known missing ones."""
     datasets = {}
@@ -97,7 +90,7 @@ def build(mirror: Path) -> dict:
         for path in sorted(p for p in root.rglob("*") if p.is_file()):
             rel = path.relative_to(root).as_posix()
             if _is_data_file(name, rel):
-                entries[rel] = _entry(name, rel, _sha256(path), path.stat().st_size)
+                entries[rel] = _entry(name, rel, file_hash(str(path)), path.stat().st_size)
         if name == "lost_in_the_middle":
             for rel, size, sha256 in LITM_MISSING:
                 entries.setdefault(rel, _entry(name, rel, sha256, size))

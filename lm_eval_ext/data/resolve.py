@@ -5,6 +5,7 @@ import hashlib
 import logging
 import os
 import tempfile
+import threading
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -16,6 +17,11 @@ from .errors import DataError, DownloadError
 from .registry import FileSpec, all_files, get_spec
 
 logger = logging.getLogger(__name__)
+
+# (archive download URL, cache dir) -> what went wrong per file path when the
+# archive was fetched in this process (empty: nothing). See _fetch_from_archive.
+_archive_problems: dict[tuple[str, str], dict[str, DataError]] = {}
+_archive_lock = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -90,28 +96,55 @@ def _missing_message(spec: FileSpec, looked: list[str], problem: str) -> str:
 
 
 def _fetch_from_archive(spec: FileSpec) -> None:
-    """Download spec's archive once and cache every registered member of it still missing."""
+    """Cache the file of ``spec`` from its archive, downloading the archive at most once per run.
+
+    One download serves every registered member still missing. What went wrong
+    (the download, or one member) is remembered per archive URL and cache, so
+    the other members of a bad archive fail at once with the same message
+    instead of downloading it again.
+    """
+    key = (config.download_url(spec.archive_url), str(config.cache_dir()))
+    with _archive_lock:
+        problems = _archive_problems.get(key)
+        # Not yet fetched, or fetched fine but the file was removed from the cache since.
+        if problems is None or spec.path not in problems:
+            problems = _archive_problems[key] = _cache_archive_members(spec.archive_url)
+    problem = problems.get(spec.path)
+    if problem is not None:
+        raise type(problem)(str(problem)) from None  # a fresh exception: no traceback of the earlier raise
+
+
+def _cache_archive_members(archive_url: str) -> dict[str, DataError]:
+    """Download the archive, cache every registered member still missing; return the problems per file path."""
     cache = config.cache_dir()
     pending = [s for s in all_files()
-               if s.archive_url == spec.archive_url and not (cache / s.dataset / s.path).is_file()]
+               if s.archive_url == archive_url and not (cache / s.dataset / s.path).is_file()]
+    name = PurePosixPath(archive_url).name
     cache.mkdir(parents=True, exist_ok=True)
-    # The archive itself is transient: only verified members are kept.
-    with tempfile.TemporaryDirectory(dir=cache, prefix=".archive.") as tmp:
-        archive = download(spec.archive_url, Path(tmp) / PurePosixPath(spec.archive_url).name,
-                           desc=PurePosixPath(spec.archive_url).name)
-        found = read_members_by_suffix(archive, [s.member for s in pending])
-    if spec.member not in found:
-        raise DataError(f"The archive {spec.archive_url} has no member ending in {spec.member!r} "
-                        f"(needed for {spec.dataset}/{spec.path}). The registry needs review.")
+    try:
+        # The archive itself is transient: only verified members are kept.
+        with tempfile.TemporaryDirectory(dir=cache, prefix=".archive.") as tmp:
+            archive = download(archive_url, Path(tmp) / name, desc=name)
+            found = read_members_by_suffix(archive, [s.member for s in pending], shown=archive_url)
+    except DataError as err:
+        return {s.path: err for s in pending}
+    problems: dict[str, DataError] = {}
     for member_spec in pending:
         data = found.get(member_spec.member)
         if data is None:
-            logger.warning("%s has no member %s", spec.archive_url, member_spec.member)
+            problems[member_spec.path] = DataError(
+                f"The archive {archive_url} has no member ending in {member_spec.member!r} (needed for "
+                f"{member_spec.dataset}/{member_spec.path}). The registry (lm_eval_ext/data/manifest.json) "
+                "needs review.")
             continue
         actual = hashlib.sha256(data).hexdigest()
         if actual != member_spec.sha256:
-            raise checksum_error(f"member {member_spec.member} of {spec.archive_url}", member_spec.sha256, actual,
-                                 "Nothing was saved; the registry (lm_eval_ext/data/manifest.json) needs review.")
+            problems[member_spec.path] = checksum_error(
+                f"member {member_spec.member} of {archive_url}", member_spec.sha256, actual,
+                "It was not saved. Retry later; if it persists, the archive changed and the registry "
+                "(lm_eval_ext/data/manifest.json) needs review.")
+            continue
         target = cache / member_spec.dataset / member_spec.path
         atomic_write_bytes(target, data)
         mark_verified(target, member_spec)
+    return problems
