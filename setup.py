@@ -81,6 +81,7 @@ setup(
             "openai>=1.40",
             "pytest>=8",
             "playwright",
+            "wandb",  # the harness's W&B logger, run offline by the tests
         ],
     },
     cmdclass={"build_py": BuildPyWithStartupHook},

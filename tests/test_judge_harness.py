@@ -117,10 +117,11 @@ def test_judged_task_in_process(task_dir, tmp_path, monkeypatch):
     samples = {s["doc"]["question"]: s for s in out["samples"]["judged_toy"]}
     france = samples["Capital of France?"]
     assert france["resps"] == [["Paris"]]
-    assert france["filtered_resps"][0]["score"] == 9.0 and france["score"] == 9.0
+    assert json.loads(france["filtered_resps"][0])["score"] == 9.0 and france["score"] == 9.0
     spain = samples["Capital of Spain?"]
-    assert spain["filtered_resps"][0]["status"] == "failed" and spain["judge_failures"] == 1
-    assert math.isnan(spain["score"]) and len(spain["filtered_resps"][0]["judge_outputs"]) == 3
+    spain_result = json.loads(spain["filtered_resps"][0])
+    assert spain_result["status"] == "failed" and spain["judge_failures"] == 1
+    assert math.isnan(spain["score"]) and len(spain_result["judge_outputs"]) == 3
 
 
 def test_a_fully_judged_task_has_its_mean_score(task_dir, tmp_path, monkeypatch):
@@ -242,5 +243,5 @@ def test_filter_keeps_the_response_shape_and_takes_field_functions(tmp_path, mon
                                    run=RunContext(task="toy"))
         out = judge_filter.apply([["Paris", "Milan"], "Milan"], docs)
         prompts = [r["body"]["messages"][-1]["content"] for r in srv.requests]
-    assert [r["score"] for r in out[0]] == [9.0, 2.0] and out[1]["score"] == 2.0
+    assert [json.loads(r)["score"] for r in out[0]] == [9.0, 2.0] and json.loads(out[1])["score"] == 2.0
     assert len(prompts) == 3 and all("### Reference answer (score 10):\nPARIS\n" in p or "ROME" in p for p in prompts)

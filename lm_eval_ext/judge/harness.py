@@ -16,8 +16,9 @@ A task YAML uses it like this (docs/judge.md has the full example)::
 
 The harness calls ``Filter.apply(resps, docs)`` once per task with every response, so the
 judge runs as its own stage after generation, concurrently and cached, not one call per
-document inside ``process_results``. Each response becomes a judge result dict
-(:meth:`JudgeResult.to_dict`; it is what ``--log_samples`` shows as ``filtered_resps``).
+document inside ``process_results``. Each response becomes the JSON text of its judge result
+(:meth:`JudgeResult.to_dict`): what ``--log_samples`` shows as ``filtered_resps`` (the harness writes
+filtered responses as text) and what the W&B logger puts in its table.
 
 The filter needs the run's options (``--metadata judge_*``, the seed), which the harness gives
 to tasks, not filters: a :class:`JudgedTask` (or any ``ExtTask``) hands them over; used in
@@ -27,6 +28,7 @@ judged again) and ``judge_failures`` 1.
 """
 from __future__ import annotations
 
+import json
 import logging
 import math
 from collections.abc import Callable
@@ -69,7 +71,7 @@ def judge_config(run, judge_options: dict) -> JudgeConfig:
 
 
 class JudgeFilter(RunAwareFilter):
-    """Replaces each response (a string, or a list of them) with its judge result dict(s).
+    """Replaces each response (a string, or a list of them) with its judge result(s) as JSON text.
 
     In a task of conversation turns, a response is the turn's record and its ``text`` is judged;
     the result keeps the record's ``turn`` and ``truncated_lines`` under ``generation``.
@@ -112,7 +114,7 @@ class JudgeFilter(RunAwareFilter):
         out, position = [], 0
         for resp, single in zip(resps, shapes):
             n = 1 if single else len(resp)
-            judged = [{**result.to_dict(), **({GENERATION_KEY: info} if info else {})}
+            judged = [json.dumps({**result.to_dict(), **({GENERATION_KEY: info} if info else {})}, ensure_ascii=False)
                       for result, info in zip(results[position:position + n], infos[position:position + n])]
             position += n
             out.append(judged[0] if single else judged)
@@ -151,14 +153,19 @@ class JudgedTask(ExtTask):
         return judge_metrics(result)
 
 
-def judge_result(filtered: dict | JudgeResult) -> JudgeResult:
+def judge_output(filtered: str) -> dict:
+    """A judge filter's output (JSON text) as a dict: the judge result, and ``generation`` when it has one."""
+    return json.loads(filtered)
+
+
+def judge_result(filtered: str | JudgeResult) -> JudgeResult:
     """The :class:`JudgeResult` in a judge filter's output (without the generation record's fields)."""
     if isinstance(filtered, JudgeResult):
         return filtered
-    return JudgeResult.from_dict({k: v for k, v in filtered.items() if k != GENERATION_KEY})
+    return JudgeResult.from_dict({k: v for k, v in judge_output(filtered).items() if k != GENERATION_KEY})
 
 
-def judge_metrics(result: dict | JudgeResult, name: str = "score") -> dict[str, float]:
+def judge_metrics(result: str | JudgeResult, name: str = "score") -> dict[str, float]:
     """Per-document metrics of one judge result: ``{name: score, "judge_failures": 0}`` when scored,
     ``{name: NaN, "judge_failures": 1}`` when the judge failed (the task's mean is NaN until the
     failure is judged again), and ``{name: NaN, "judge_failures": 0}`` for a dry run (nothing judged)."""
