@@ -120,6 +120,35 @@ def test_faults_every_item_scored_or_counted(tmp_path):
     assert stats.calls == srv.call_count
 
 
+@pytest.mark.parametrize("body", [
+    None,  # the stub's default: a chat completion cut off mid-body
+    b"null", b"[]", b'"a string"', b"\xff\xfe not UTF-8", b'{"choices": "none"}',
+    b'{"choices": [{"index": 0, "message": {"role": "assistant", "content": 5}}]}',
+])
+def test_malformed_json_reply_is_retried(tmp_path, body):
+    """A 200 reply whose JSON body is broken or not a chat completion is retried like any bad reply."""
+    extra = {} if body is None else {"badjson_body": body}
+    with StubOpenAIServer(responder=score_by_index, fault_sequence=["badjson"], **extra) as srv:
+        judge = Judge(config(srv, tmp_path), progress=False)
+        (result,) = judge.run(items(1))
+        assert srv.call_count == 2
+    assert (result.status, result.score) == ("scored", 1.0)
+    assert dict(judge.stats.retries) == {"malformed": 1}
+
+
+def test_malformed_json_on_every_try_fails_that_item_and_the_run_goes_on(tmp_path):
+    # one at a time, so the faults hit item 1's three tries (retries=2) after item 0 was scored
+    faults = [None, "badjson", "badjson", "badjson"]
+    with StubOpenAIServer(responder=score_by_index, fault_sequence=faults) as srv:
+        judge = Judge(config(srv, tmp_path, concurrency=1, retries=2), progress=False)
+        results = judge.run(items(5))
+        assert srv.call_count == 1 + 3 + 3
+    assert [r.status for r in results] == ["scored", "failed", "scored", "scored", "scored"]
+    assert results[1].failure == "transport" and "not a chat completion" in results[1].detail
+    assert [r.score for r in results if r.scored] == [1.0, 3.0, 4.0, 5.0]
+    assert judge.stats.failures == {"transport": 1} and judge.stats.retries == {"malformed": 2}
+
+
 def test_retry_after_is_honoured(tmp_path):
     with StubOpenAIServer(text="\\boxed{5}", fault_sequence=["429"], retry_after="0.5") as srv:
         started = time.perf_counter()

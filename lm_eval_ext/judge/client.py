@@ -188,6 +188,10 @@ class JudgeClient:
             if isinstance(error, JudgeRequestRejected):
                 self.abort()  # at once, so that no other worker starts a call bound to fail the same way
             raise error from None
+        except (ValueError, openai.APIResponseValidationError):
+            # a 200 whose body is not JSON (cut off, not UTF-8) although it says it is
+            raise TransientError("malformed", f"{self.host} answered with a body that is not valid JSON, "
+                                              "not a chat completion") from None
         text = _reply_text(reply)
         if text is None:
             raise TransientError("malformed", f"{self.host} answered with something that is not a chat completion")
@@ -220,4 +224,7 @@ def _reply_text(reply) -> str | None:
     message = getattr(choices[0], "message", None)
     if message is None:
         return None
-    return message.content or ""
+    content = getattr(message, "content", None)
+    if content is None:
+        return ""
+    return content if isinstance(content, str) else None
