@@ -44,6 +44,7 @@ class JudgeStats:
     scored: int = 0
     failures: Counter = field(default_factory=Counter)
     dry_run_calls_needed: int | None = None
+    cache_problem: str | None = None  # the cache stopped being read or written during the run (why)
 
     def to_dict(self) -> dict:
         data = {
@@ -53,6 +54,8 @@ class JudgeStats:
         }
         if self.dry_run_calls_needed is not None:
             data["dry_run_calls_needed"] = self.dry_run_calls_needed
+        if self.cache_problem is not None:
+            data["cache_problem"] = self.cache_problem
         return data
 
 
@@ -228,6 +231,7 @@ class Judge:
         self.stats.scored = sum(r.scored for r in results)
         self.stats.failures = Counter(r.failure for r in results if r.failed)
         self.stats.reasks = sum(max(0, len(r.judge_outputs) - 1) for r in results)
+        self.stats.cache_problem = self.cache.problem
         if self.config.dry_run:
             return
         failures = sum(self.stats.failures.values())
