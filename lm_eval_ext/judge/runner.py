@@ -16,7 +16,7 @@ import sys
 import threading
 from collections import Counter
 from collections.abc import Sequence
-from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 
 from tqdm import tqdm
@@ -210,15 +210,14 @@ class Judge:
         bar = tqdm(total=len(work), desc=what, unit="item", disable=not self.progress, file=sys.stderr)
         try:
             futures = {pool.submit(self._judge_one, client, messages): key for key, messages in work}
-            remaining = set(futures)
-            while remaining:
-                done, remaining = wait(remaining, return_when=FIRST_COMPLETED)
-                for future in done:
-                    if future.exception() is None:
-                        verdicts[futures[future]] = future.result()
-                        bar.update(1)
-                    elif not isinstance(future.exception(), Aborted):
-                        raise future.exception()
+            # as_completed waits on every future once; wait(FIRST_COMPLETED) in a loop would hook every
+            # remaining future again at each completion (quadratic in the batch size)
+            for future in as_completed(futures):
+                if future.exception() is None:
+                    verdicts[futures[future]] = future.result()
+                    bar.update(1)
+                elif not isinstance(future.exception(), Aborted):
+                    raise future.exception()
         finally:
             stop.set()  # on an error (or Ctrl-C): end retry waits, start no new call
             pool.shutdown(wait=True, cancel_futures=True)

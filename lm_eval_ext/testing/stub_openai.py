@@ -470,3 +470,28 @@ class StubOpenAIServer:
                 self._send_json(200, payload)
 
         return Handler
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m lm_eval_ext.testing.stub_openai [--delay S] [--jitter S] [--text T]``: serve until stdin closes.
+
+    Prints the base URL on the first line of stdout. Benchmarks run the stub in its own process
+    this way, so that its CPU time is not counted as the client's.
+    """
+    import argparse
+    import sys
+
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("--delay", type=float, default=0.0, help="seconds before each reply (delay_s)")
+    parser.add_argument("--jitter", type=float, default=0.0, help="up to this many more seconds (jitter_s)")
+    parser.add_argument("--text", default="stub reply", help="the reply text")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    with StubOpenAIServer(text=args.text, delay_s=args.delay, jitter_s=args.jitter, seed=args.seed) as srv:
+        print(srv.base_url, flush=True)
+        sys.stdin.read()  # until the parent closes the pipe
+        print(f"calls {srv.call_count} max_in_flight {srv.max_in_flight}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
