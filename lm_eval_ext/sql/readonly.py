@@ -3,7 +3,9 @@
 Layers, each enough on its own to stop a write: the file is opened with the URI
 ``mode=ro`` (and ``immutable=1``: SQLite then creates no journal, WAL or lock file);
 ``PRAGMA query_only=ON``; an authorizer that allows reading and nothing else (no
-INSERT/UPDATE/DELETE/DDL, ATTACH, PRAGMA, transactions, VACUUM, ``load_extension``);
+INSERT/UPDATE/DELETE/DDL, ATTACH, PRAGMA, transactions, VACUUM, and none of the
+:data:`DENIED_FUNCTIONS`: ``load_extension``, ``fts3_tokenizer`` and the others that reach
+outside the query or handle memory addresses);
 ``SQLITE_LIMIT_ATTACHED`` = 0. Temporary storage stays in memory, so a large sort
 writes no temp file either. Time is bounded by a progress handler; rows and bytes
 fetched are bounded while fetching.
@@ -86,15 +88,24 @@ class Stdev:
 
 
 _READ_ACTIONS = frozenset({sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_RECURSIVE})
-# Functions with effects outside the query (loading code); everything else SQLite offers is pure.
-_DENIED_FUNCTIONS = frozenset({"load_extension"})
+# Functions with effects outside the query, or that hand out or take memory addresses; everything
+# else SQLite offers computes on its arguments and the database (tests/test_sql_sandbox.py reviews
+# the whole list). load_extension runs native code; fts3_tokenizer returns a pointer into the SQLite
+# library (and, given one, calls it); fts5 hands out a pointer to its API; rtreenode/rtreedepth/
+# rtreecheck decode raw R*Tree pages (debugging aids, with a past out-of-bounds read); sqlite_log
+# writes to the host's error log; readfile/writefile/edit/fsdir are the sqlite3 shell's file
+# functions, refused should a build carry them.
+DENIED_FUNCTIONS = frozenset({
+    "load_extension", "fts3_tokenizer", "fts5", "rtreenode", "rtreedepth", "rtreecheck", "sqlite_log",
+    "readfile", "writefile", "edit", "fsdir",
+})
 
 
 def _authorizer(action: int, arg1, arg2, db_name, trigger) -> int:
     if action in _READ_ACTIONS:
         return sqlite3.SQLITE_OK
     if action == sqlite3.SQLITE_FUNCTION:
-        return sqlite3.SQLITE_DENY if (arg2 or "").lower() in _DENIED_FUNCTIONS else sqlite3.SQLITE_OK
+        return sqlite3.SQLITE_DENY if (arg2 or "").lower() in DENIED_FUNCTIONS else sqlite3.SQLITE_OK
     return sqlite3.SQLITE_DENY
 
 
