@@ -299,3 +299,53 @@ def test_functions_that_touch_the_host_or_leak_addresses_are_refused(data_dir, t
         conn.close()
     assert {db: _sha256(db) for db in databases} == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["copy.sqlite"]
+
+
+_N_ROWS = "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 20000) "
+
+
+def test_empty_strings_and_small_values_count_toward_the_byte_bound(small_db):
+    """20,000 rows of '' or of a small integer take over 1 MB as Python objects: over a 1 MB bound."""
+    limits = Limits(max_bytes=2**20)
+    conn = connect_readonly(small_db, limits)
+    for sql in (_N_ROWS + "SELECT '' FROM n", _N_ROWS + "SELECT 1 FROM n", _N_ROWS + "SELECT '', '', '' FROM n LIMIT 5000"):
+        result = run_query(conn, sql, limits)
+        assert not result.ok and result.error == f"result larger than {2**20} bytes", sql
+    assert run_query(conn, _N_ROWS + "SELECT '' FROM n LIMIT 5000", limits).ok  # 5,000 rows: about 0.5 MB
+    assert len(run_query(conn, "SELECT * FROM student", limits).rows) == 34
+
+
+def test_the_worker_compares_and_only_the_verdict_reaches_the_parent(small_db):
+    """With gold rows to compare against, a reply carries no rows; its verdict is the comparison's, both rules."""
+    from lm_eval_ext.sql import Against, authors_match, testsuite_match
+
+    gold = [(1, "a"), (2, "b")]
+    predictions = {  # SQL giving the rows on the right
+        "SELECT 1, 'a' UNION ALL SELECT 2, 'b'": [(1, "a"), (2, "b")],
+        "SELECT 'a', 1 UNION ALL SELECT 'b', 2": [("a", 1), ("b", 2)],
+        "SELECT 2, 'b' UNION ALL SELECT 1, 'a'": [(2, "b"), (1, "a")],
+        "SELECT 1.0, 'a' UNION ALL SELECT 2.0, 'b'": [(1.0, "a"), (2.0, "b")],
+        "SELECT 1, 'a', 'a' UNION ALL SELECT 2, 'b', 'b'": [(1, "a", "a"), (2, "b", "b")],
+        "SELECT 1.00000000001, 'a' UNION ALL SELECT 2, 'b'": [(1.00000000001, "a"), (2, "b")],
+        "SELECT 1, 'a'": [(1, "a")],
+        _N_ROWS + "SELECT hex(zeroblob(1000)), '' FROM n": None,  # big: stays in the worker
+    }
+    cases = [(sql, rule, ordered) for sql in predictions for rule, ordered in
+             (("authors", False), ("testsuite", False), ("testsuite", True))]
+    with SandboxPool(workers=2) as pool:
+        results = pool.run([(str(small_db), sql, Against(gold, rule, ordered)) for sql, rule, ordered in cases])
+        plain = pool.run([(str(small_db), sql) for sql in predictions])
+    assert [r.rows for r in plain[:-1]] == list(predictions.values())[:-1]  # the SQL gives those rows
+    assert len(plain[-1].rows) == 20000
+    for (sql, rule, ordered), result in zip(cases, results):
+        rows = predictions[sql] or plain[-1].rows
+        expected = authors_match(rows, gold) if rule == "authors" else testsuite_match(rows, gold, ordered=ordered)
+        assert result.ok and result.rows is None and result.match is expected, (sql, rule, ordered)
+    assert {r.match for r in results} == {True, False}  # both outcomes occur
+
+
+def test_long_error_messages_are_cut_in_the_worker(small_db):
+    name = "x" * 5000
+    with SandboxPool(workers=1) as pool:
+        (result,) = pool.run([(str(small_db), f"SELECT {name} FROM student")])
+    assert result.error == f"OperationalError: no such column: {name}"[:500] + " [cut]"
