@@ -191,6 +191,21 @@ def test_retry_after_is_honoured(tmp_path):
     assert len(stop.waits) == 2 and 0 <= stop.waits[0] <= 0.001 and 0 <= stop.waits[1] <= 0.002
 
 
+def test_a_probe_is_one_try_with_its_own_timeout(tmp_path):
+    """complete(request, timeout=, tries=1): one request, the configured 120 s and 6 retries do not apply."""
+    from lm_eval_ext.judge.client import TransientError
+
+    with StubOpenAIServer(fault_sequence=["timeout"], timeout_s=30) as srv:
+        stop = RecordingStop()
+        client = JudgeClient(config(srv, tmp_path, timeout=120, retries=6), stop=stop, budget=CallBudget(1))
+        with pytest.raises(TransientError, match=r"no reply from 127\.0\.0\.1:\d+ within 0\.3 s") as err:
+            client.complete(_request(), timeout=0.3, tries=1)
+        assert err.value.kind == "timeout" and srv.call_count == 1 and stop.waits == []
+    with StubOpenAIServer(text="ok") as srv:
+        client = JudgeClient(config(srv, tmp_path), stop=threading.Event(), budget=CallBudget(1))
+        assert client.complete(_request(), timeout=5, tries=1) == "ok" and client.reached.is_set()
+
+
 def test_bad_key_stops_the_run_at_once_with_one_message(tmp_path):
     with StubOpenAIServer(fail_status=401) as srv:
         with pytest.raises(JudgeRequestRejected) as err:
@@ -222,6 +237,24 @@ def test_unreachable_judge_one_error(tmp_path, caplog):
     # the run stops once an item has used its 3 tries: at most the 8 items in flight were tried, not all 50
     assert 3 <= judge.stats.calls <= 8 * 3
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING]  # no flood of per-item messages
+
+
+def test_a_judge_that_hangs_mid_run_stops_the_run_after_one_items_tries(tmp_path):
+    """After 6 replies every request hangs: the run stops once an item has used its tries with no reply
+    anywhere meanwhile, instead of failing the remaining items one by one (each after all its tries)."""
+    with StubOpenAIServer(responder=score_by_index, fault_sequence=[None] * 6, faults={"timeout": 1.0},
+                          timeout_s=30) as srv:
+        judge = Judge(config(srv, tmp_path, concurrency=2, timeout=0.2, retries=1), progress=False)
+        with pytest.raises(JudgeUnreachableError) as err:
+            judge.run(items(40))
+        # 6 answered, then at most the 2 items in flight x 2 tries (plus one started as the first gave up)
+        assert 6 + 2 <= srv.call_count <= 6 + 2 * 2 + 1 and judge.stats.calls == srv.call_count
+    message = str(err.value)
+    assert "no reply from 127.0.0.1" in message and "tried 2 times" in message
+    assert "no judge call has succeeded since this one was first tried" in message and "\n" not in message
+    judge.close()
+    with sqlite3.connect(tmp_path / "judge_cache.sqlite") as db:  # the replies before the hang are kept
+        assert db.execute("SELECT COUNT(*) FROM judge_replies").fetchone() == (6,)
 
 
 def test_cache_rerun_makes_no_call(tmp_path):

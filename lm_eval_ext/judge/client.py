@@ -130,6 +130,7 @@ class JudgeClient:
         self._budget = budget
         self._client = openai.OpenAI(api_key=secret, base_url=config.base_url, max_retries=0, timeout=config.timeout)
         self.reached = threading.Event()  # set by the first well-formed reply of this run
+        self.last_reply = float("-inf")  # time.monotonic() of the latest well-formed reply
         self.retries: Counter[str] = Counter()
         self._stats_lock = threading.Lock()
 
@@ -205,6 +206,7 @@ class JudgeClient:
         if text is None:
             raise TransientError("malformed", f"{self.host} answered with something that is not a chat completion")
         self.reached.set()
+        self.last_reply = time.monotonic()
         return self.redact(text)
 
     def _status_error(self, exc: openai.APIStatusError, model: str | None) -> Exception:

@@ -14,6 +14,7 @@ import json
 import logging
 import sys
 import threading
+import time
 from collections import Counter
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -126,6 +127,7 @@ class Judge:
             reply = self.cache.get(key)
             if reply is None:
                 calls += 1
+                asked = time.monotonic()
                 try:
                     reply = client.complete(request)
                 except CallCapReached as exc:
@@ -133,9 +135,13 @@ class Judge:
                 except ItemRejected as exc:
                     return JudgeResult(FAILED, failure="rejected", detail=str(exc), judge_outputs=outputs, calls=calls)
                 except TransientError as exc:
-                    if not client.reached.is_set():
+                    # Unreachable: nothing has ever answered, or the judge stopped answering (no call of the
+                    # run got a reply while this one was tried, and it timed out or could not connect). A judge
+                    # that hangs mid-run then stops the run after one item's tries, not after every item's.
+                    gone = exc.kind in ("timeout", "connection") and client.last_reply < asked
+                    if not client.reached.is_set() or gone:
                         client.abort()
-                        raise self._unreachable(exc) from None
+                        raise self._unreachable(exc, since_start=not client.reached.is_set()) from None
                     return JudgeResult(FAILED, failure="transport",
                                        detail=f"{exc} (tried {self.config.retries + 1} times)",
                                        judge_outputs=outputs, calls=calls)
@@ -146,10 +152,11 @@ class Judge:
                 return verdict
         raise AssertionError("unreachable: the last ask always gives a verdict")
 
-    def _unreachable(self, exc: TransientError) -> JudgeUnreachableError:
+    def _unreachable(self, exc: TransientError, since_start: bool) -> JudgeUnreachableError:
+        when = "of this run has succeeded" if since_start else "has succeeded since this one was first tried"
         return JudgeUnreachableError(
             f"The judge at {self.config.base_url_host()} could not be used: {exc} (tried "
-            f"{self.config.retries + 1} times, and no judge call of this run has succeeded). Check that the server "
+            f"{self.config.retries + 1} times, and no judge call {when}). Check that the server "
             f"is up and that the base URL is right (now {self.config.base_url!r}; set it with "
             f"{cli_flag('base_url')} or --metadata {metadata_name('base_url')}=URL). The run was stopped; replies "
             "judged so far are cached."
