@@ -6,8 +6,8 @@ thread pool are all in the path. By default the stub runs in its own process (``
 so the CPU time measured here is the client's alone; ``--stub thread`` runs it in this process, as
 the tests do (its HTTP handling then competes with the client for the interpreter).
 
-For each concurrency: wall time; the ideal, ceil(N / concurrency) x the mean latency (each worker
-busy all the time, the client free); the client's CPU time per call; the most requests the stub
+For each concurrency: wall time; the ideal, N x the mean latency / concurrency (every worker busy
+all the time, the client taking no time); the client's CPU time per call; the most requests the stub
 saw at once; and a rerun, which the cache answers without a call. ``--profile FILE`` writes a
 cProfile of the first case (all threads) and prints its top functions.
 
@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import cProfile
-import math
 import os
 import pstats
 import shutil
@@ -135,7 +134,7 @@ def main() -> None:
                     judge_many(items, config, progress=False)
                 rerun = time.perf_counter() - started
             assert all(r.score == 7.0 for r in results) and stub_stats["calls"] == n
-            ideal = math.ceil(n / concurrency) * mean_latency
+            ideal = n * mean_latency / concurrency
             print(f"{concurrency:>5}  {wall:>7.2f}  {ideal:>7.2f}  {wall / ideal:>7.2f}  {n / wall:>7.0f}  "
                   f"{cpu / n * 1000:>18.2f}  {stub_stats['max_in_flight']:>13}  "
                   + (f"{rerun:>7.2f}" if not args.no_cache else f"{'-':>7}"))
