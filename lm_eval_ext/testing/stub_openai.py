@@ -62,6 +62,10 @@ or forced for the first requests with ``fault_sequence=["429", None, ...]``:
   ``b"[]"`` or invalid UTF-8 for other malformed bodies).
 
 ``fail_status=401`` (any 4xx/5xx) makes every POST fail with that status.
+
+In its own process (benchmarks, so that its CPU time is not the client's):
+``python -m lm_eval_ext.testing.stub_openai --delay 0.5 --jitter 1.5`` prints the base URL and
+serves until its stdin closes.
 """
 
 from __future__ import annotations
