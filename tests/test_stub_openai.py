@@ -44,7 +44,7 @@ def test_jitter_is_seeded_bounded_and_leaves_the_fault_draws_alone():
 
 
 def test_max_in_flight_counts_requests_handled_at_once():
-    with StubOpenAIServer(delay_s=0.3) as srv:
+    with StubOpenAIServer(delay_s=1.0) as srv:  # long enough for the 6 requests to overlap on a busy machine
         with concurrent.futures.ThreadPoolExecutor(6) as pool:
             list(pool.map(lambda _: _post(srv.completions_url, {"prompt": "x"}), range(6)))
         assert srv.max_in_flight == 6 and srv.call_count == 6
