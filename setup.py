@@ -91,6 +91,7 @@ setup(
         "lm_eval.models": [  # test doubles (docs/testing.md), imported only when asked for by name
             "ext-loglik-table=lm_eval_ext.models.scripted:LoglikTableLM",
             "ext-canned-gen=lm_eval_ext.models.scripted:CannedGenLM",
+            "ext-scripted-dist=lm_eval_ext.models.distributed:ScriptedDistributedLM",
         ],
     },
 )
