@@ -15,10 +15,13 @@ BIN = Path(sys.executable).parent
 
 
 def harness_env(extra: dict | None = None) -> dict:
-    """This environment with this venv first on PATH, the checkout importable and the offline variables."""
+    """This environment with this venv first on PATH, the checkout importable and the offline variables, plus
+    ``extra`` (whose PYTHONPATH, e.g. a stand-in package, goes first)."""
+    extra = dict(extra or {})
     env = {**os.environ, **OFFLINE, "PATH": os.pathsep.join([str(BIN), os.environ.get("PATH", "")])}
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PROJECT_ROOT), env.get("PYTHONPATH")]))
-    return {**env, **(extra or {})}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [extra.pop("PYTHONPATH", None), str(PROJECT_ROOT),
+                                                      env.get("PYTHONPATH")]))
+    return {**env, **extra}
 
 
 def lm_eval_run(args: list, cwd: Path, processes: int = 1, env: dict | None = None, timeout: float = 900) -> Path:
