@@ -1,7 +1,7 @@
 """ELITR-Bench multi-turn generation: batched across meetings (the ext-multiturn runner) vs one meeting at a time.
 
-A random Llama is built offline (default: the tests' tiny model, 2 layers, hidden 64; the spec
-suggests `--layers 12 --hidden 768`, where forward passes dominate). The transcripts are
+A random Llama is built offline (default: the tests' tiny model, 2 layers, hidden 64;
+`--layers 12 --hidden 768` for a model where forward passes dominate). The transcripts are
 truncated to their first LINES lines (a user corpus directory in the official layout), so that
 the prompts fit the random model's 2,048 positions. The same loaded model answers the first TURNS
 questions of the 10 dev meetings (QA set, multi-turn): once with all meetings in one evaluation

@@ -1,58 +1,144 @@
-"""Judge throughput: wall time of judging N responses against a local OpenAI-compatible stub with a fixed delay.
+"""Judge throughput: wall time and client CPU of judging N responses against the local OpenAI-compatible stub.
 
-The stub (lm_eval_ext.testing.stub_openai) answers every call after DELAY seconds; the real
-openai client, HTTP, the retry policy, the on-disk cache and the progress bar are all in the
-path. The ideal is ceil(N / concurrency) x DELAY; one call at a time would be N x DELAY.
-ELITR-Bench's targets: 271 answers at 200 ms and concurrency 16 in at most 4.3 s (ideal 3.4 s).
-Each case also times a rerun, which the cache answers without a call.
+The stub (lm_eval_ext.testing.stub_openai) answers every call after DELAY seconds plus up to
+JITTER more (uniform); the real openai client, HTTP, the retry policy, the on-disk cache and the
+thread pool are all in the path. By default the stub runs in its own process (``--stub process``),
+so the CPU time measured here is the client's alone; ``--stub thread`` runs it in this process, as
+the tests do (its HTTP handling then competes with the client for the interpreter).
 
-    python bench/judge_throughput.py [--items 100 271] [--delay 0.2] [--concurrency 16]
+For each concurrency: wall time; the ideal, N x the mean latency / concurrency (every worker busy
+all the time, the client taking no time); the client's CPU time per call; the most requests the stub
+saw at once; and a rerun, which the cache answers without a call. ``--profile FILE`` writes a
+cProfile of the first case (all threads) and prints its top functions.
+
+    python bench/judge_throughput.py [--items 2000] [--delay 0.05] [--jitter 0] [--concurrency 32]
+    python bench/judge_throughput.py --items 600 --delay 0.5 --jitter 1.5 --concurrency 8 32 64 128 256
 """
 from __future__ import annotations
 
 import argparse
-import math
+import contextlib
+import cProfile
 import os
+import pstats
 import shutil
+import subprocess
+import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
+
+REPLY = "Feedback. \\boxed{7}"
+
+
+@contextlib.contextmanager
+def stub_in_process(delay: float, jitter: float):
+    """The stub in a child process: yields (base_url, stats) where stats is filled when it stops."""
+    proc = subprocess.Popen([sys.executable, "-m", "lm_eval_ext.testing.stub_openai", "--delay", str(delay),
+                             "--jitter", str(jitter), "--text", REPLY],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    stats: dict = {}
+    try:
+        yield proc.stdout.readline().strip(), stats
+    finally:
+        proc.stdin.close()
+        _, calls, _, in_flight = proc.stdout.readline().split()
+        stats.update(calls=int(calls), max_in_flight=int(in_flight))
+        proc.wait(30)
+
+
+@contextlib.contextmanager
+def stub_in_thread(delay: float, jitter: float):
+    """The stub in this process (as in the tests)."""
+    from lm_eval_ext.testing.stub_openai import StubOpenAIServer
+
+    stats: dict = {}
+    with StubOpenAIServer(text=REPLY, delay_s=delay, jitter_s=jitter) as srv:
+        try:
+            yield srv.base_url, stats
+        finally:
+            stats.update(calls=srv.call_count, max_in_flight=srv.max_in_flight)
+
+
+def profiled(run, path: str):
+    """Run ``run()`` with cProfile on every thread; save the profile to ``path`` and print the top."""
+    profilers = []
+    lock = threading.Lock()
+
+    def thread_hook(*_):
+        # the first event of a new thread: give it its own profiler, then stop hooking it
+        profiler = cProfile.Profile()
+        with lock:
+            profilers.append(profiler)
+        sys.setprofile(None)
+        profiler.enable()
+
+    main = cProfile.Profile()
+    threading.setprofile(thread_hook)
+    main.enable()
+    try:
+        return run()
+    finally:
+        main.disable()
+        threading.setprofile(None)
+        for profiler in profilers:
+            profiler.disable()
+        stats = pstats.Stats(main)
+        for profiler in profilers:
+            stats.add(profiler)
+        stats.dump_stats(path)
+        stats.sort_stats("tottime").print_stats(25)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--items", type=int, nargs="+", default=[100, 271])
-    parser.add_argument("--delay", type=float, default=0.2)
-    parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--items", type=int, default=2000)
+    parser.add_argument("--delay", type=float, default=0.05, help="seconds per call at the stub")
+    parser.add_argument("--jitter", type=float, default=0.0, help="up to this many more seconds per call")
+    parser.add_argument("--concurrency", type=int, nargs="+", default=[32])
+    parser.add_argument("--stub", choices=("process", "thread"), default="process")
+    parser.add_argument("--no-cache", action="store_true", help="judge without the on-disk cache")
+    parser.add_argument("--profile", metavar="FILE", help="cProfile the first case into FILE")
     args = parser.parse_args()
 
     from lm_eval_ext.judge import JudgeItem, judge_many, resolve_config
-    from lm_eval_ext.testing.stub_openai import StubOpenAIServer
 
     os.environ.setdefault("LMX_BENCH_KEY", "sk-bench")
+    stub = stub_in_process if args.stub == "process" else stub_in_thread
     work = Path(tempfile.mkdtemp(prefix="judge-bench-"))
+    n = args.items
+    items = [JudgeItem(f"question {i}?", f"response {i} " + "words " * 200, f"reference {i}") for i in range(n)]
+    mean_latency = args.delay + args.jitter / 2
     try:
-        print(f"stub delay {args.delay * 1000:.0f} ms per call, concurrency {args.concurrency}")
-        print(f"{'items':>6}  {'wall s':>7}  {'ideal s':>7}  {'one at a time s':>15}  {'calls':>5}  {'rerun s':>7}  {'rerun calls':>11}")
-        for n in args.items:
-            items = [JudgeItem(f"question {i}?", f"response {i}", f"reference {i}") for i in range(n)]
-            with StubOpenAIServer(text="Feedback. \\boxed{7}", delay_s=args.delay) as srv:
+        print(f"{n} items; stub ({args.stub}) latency {args.delay * 1000:.0f} ms"
+              + (f" + up to {args.jitter * 1000:.0f} ms" if args.jitter else "")
+              + f"; cache {'off' if args.no_cache else 'on'}; {os.cpu_count()} CPUs")
+        print(f"{'conc.':>5}  {'wall s':>7}  {'ideal s':>7}  {'x ideal':>7}  {'calls/s':>7}  {'client CPU ms/call':>18}  "
+              f"{'max in flight':>13}  {'rerun s':>7}")
+        for index, concurrency in enumerate(args.concurrency):
+            cache = "none" if args.no_cache else str(work / f"cache-{concurrency}.sqlite")
+            with stub(args.delay, args.jitter) as (base_url, stub_stats):
                 config = resolve_config(explicit={
-                    "base_url": srv.base_url, "api_key_env": "LMX_BENCH_KEY", "model": "stub",
-                    "concurrency": args.concurrency, "cache": str(work / f"cache-{n}.sqlite")})
+                    "base_url": base_url, "api_key_env": "LMX_BENCH_KEY", "model": "stub",
+                    "concurrency": concurrency, "cache": cache})
+
+                def run():
+                    return judge_many(items, config, progress=False)
+
+                cpu, started = time.process_time(), time.perf_counter()
+                results = profiled(run, args.profile) if args.profile and index == 0 else run()
+                wall, cpu = time.perf_counter() - started, time.process_time() - cpu
                 started = time.perf_counter()
-                results = judge_many(items, config, progress=False)
-                wall = time.perf_counter() - started
-                calls = srv.call_count
-                started = time.perf_counter()
-                judge_many(items, config, progress=False)
+                if not args.no_cache:
+                    judge_many(items, config, progress=False)
                 rerun = time.perf_counter() - started
-                rerun_calls = srv.call_count - calls
-            assert all(r.score == 7.0 for r in results)
-            ideal = math.ceil(n / args.concurrency) * args.delay
-            print(f"{n:>6}  {wall:>7.2f}  {ideal:>7.2f}  {n * args.delay:>15.1f}  {calls:>5}  {rerun:>7.3f}  {rerun_calls:>11}")
-        print("rerun: python bench/judge_throughput.py --items " + " ".join(map(str, args.items))
-              + f" --delay {args.delay} --concurrency {args.concurrency}")
+            assert all(r.score == 7.0 for r in results) and stub_stats["calls"] == n
+            ideal = n * mean_latency / concurrency
+            print(f"{concurrency:>5}  {wall:>7.2f}  {ideal:>7.2f}  {wall / ideal:>7.2f}  {n / wall:>7.0f}  "
+                  f"{cpu / n * 1000:>18.2f}  {stub_stats['max_in_flight']:>13}  "
+                  + (f"{rerun:>7.2f}" if not args.no_cache else f"{'-':>7}"))
+        print("rerun: python bench/judge_throughput.py " + " ".join(sys.argv[1:]))
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -1,6 +1,6 @@
 """LIEDER throughput: wall time and requests per second of `lm-eval-ext run --tasks lieder_base`.
 
-Builds a random Llama offline (default: the spec's 12 layers, hidden 768, 1,000-token BPE
+Builds a random Llama offline (default: 12 layers, hidden 768, 1,000-token BPE
 vocabulary; `--layers 2 --hidden 64` for the tests' tiny model), then times the whole command
 at each batch size, start-up included, as a user would see it.
 

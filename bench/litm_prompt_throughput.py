@@ -38,13 +38,17 @@ def _rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def _stage(name: str, fn):
-    tracemalloc.start()
+def _stage(name: str, fn, trace: bool = True):
+    """(result, seconds, peak MB of Python allocations); ``trace=False`` times without tracemalloc, which slows
+    allocation-heavy code a lot (the peak is then not measured: 0)."""
+    if trace:
+        tracemalloc.start()
     started = time.perf_counter()
     result = fn()
     seconds = time.perf_counter() - started
-    _, peak = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
+    peak = tracemalloc.get_traced_memory()[1] if trace else 0
+    if trace:
+        tracemalloc.stop()
     return result, seconds, peak / 2**20
 
 
@@ -89,12 +93,12 @@ def main() -> None:
         print(f"{label:<44} {seconds:>8.2f} {n / seconds:>9.0f} {peak:>10.1f} {_rss_mb():>7.0f}")
         if not args.skip_length_check:
             requests = [(i.args[0], i.args[1]) for i in task.instances]
-            fast, seconds, peak = _stage("check", lambda: task.budget.verdicts(
-                requests, pieces=[task.prompt_pieces(i.doc) for i in task.instances]))
+            pieces = [task.prompt_pieces(i.doc) for i in task.instances]
+            fast, seconds, peak = _stage("check", lambda: task.budget.verdicts(requests, pieces=pieces), trace=False)
             whole = sum(not v.exact for v in fast)
-            print(f"{'length check alone (pieces)':<44} {seconds:>8.2f} {n / seconds:>9.0f} {peak:>10.1f} {_rss_mb():>7.0f}")
-            exact, seconds, peak = _stage("exact", lambda: task.budget.verdicts(requests))
-            print(f"{'length check, every prompt tokenized':<44} {seconds:>8.2f} {n / seconds:>9.0f} {peak:>10.1f} {_rss_mb():>7.0f}")
+            print(f"{'length check alone (pieces; untraced)':<44} {seconds:>8.2f} {n / seconds:>9.0f} {'':>10} {_rss_mb():>7.0f}")
+            exact, seconds, peak = _stage("exact", lambda: task.budget.verdicts(requests), trace=False)
+            print(f"{'length check, every prompt tokenized':<44} {seconds:>8.2f} {n / seconds:>9.0f} {'':>10} {_rss_mb():>7.0f}")
             same = [a.fits for a in fast] == [b.fits for b in exact]
             print(f"decisions identical: {same}; prompts decided from their pieces: {whole} of {n}; "
                   f"too long: {sum(not v.fits for v in exact)} (context length {args.max_length})")

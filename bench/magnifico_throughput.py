@@ -5,8 +5,8 @@ the dialogue tasks (novel and base items), built by a fresh PromptBuilder (each 
 schema prefix is built once, then reused). Scoring: every test item in the mirror
 (``*/*/test.tsv``, items with a missing database left out) with its gold query as the
 prediction, through the same path as the harness filter (each distinct gold query executed
-once, predictions executed in parallel sandbox workers, results compared); the slowest
-single query is reported. Spec targets: >= 4,500 prompts/s, >= 1,700 predictions/s.
+once, predictions executed in parallel sandbox workers and compared there); the slowest
+single query is reported. Targets: >= 4,500 prompts/s, >= 1,700 predictions/s.
 
     LM_EVAL_EXT_DATA_DIR=../shared/data python bench/magnifico_throughput.py [--workers N] [--repeat 3]
 """
@@ -73,8 +73,10 @@ def bench_scoring(workers: int | None, repeat: int) -> None:
         kept = [(item, gold) for item, gold in zip(items, golds) if gold.ok]
         predictions = [(db, execution.prediction_sql(sql[len("select "):] if sql.lower().startswith("select ") else sql))
                        for (db, sql), _ in kept]
-        results = scorer.pool.run(predictions)
-        ex = [scorer.matches(pred, gold, sql) for ((_, sql), gold), pred in zip(kept, results)]
+        # compared with the gold rows in the workers, as the harness filter does
+        results = scorer.pool.run([(db, sql, scorer.against(gold, gold_sql))
+                                   for (db, sql), ((_, gold_sql), gold) in zip(predictions, kept)])
+        ex = [int(bool(pred.match)) for pred in results]
         elapsed = time.perf_counter() - started
         slowest = max(zip(results, predictions), key=lambda pair: pair[0].seconds)
         print(f"scoring  run {run + 1}: {len(kept):,} predictions ({len(items) - len(kept)} with failing gold left out) "

@@ -35,8 +35,8 @@ Speed: tokenizing every whole prompt of a long-context sweep is slow (8,820 Lost
 prompts of ~13k characters), and its prompts are the same few thousand documents in different
 orders. A task may therefore give, per prompt, the *pieces* it was assembled from: each distinct
 piece is tokenized once, a prompt's size is estimated as the sum of its pieces, and only a
-prompt whose estimate lies within :data:`JOIN_SLACK` tokens per join of the limit is tokenized
-whole. Decisions are the same as tokenizing every prompt (tests/test_prompt_length.py checks it
+prompt whose estimate lies within a few tokens per join of the limit (:data:`JOIN_SLACK`, one where a
+word starts) is tokenized whole. Decisions are the same as tokenizing every prompt (tests/test_prompt_length.py checks it
 prompt by prompt); bench/litm_prompt_throughput.py measures the speed.
 
 Over-long prompts that a task may shorten (ELITR-Bench's transcripts) are cut with
@@ -59,11 +59,11 @@ DEFAULT_MAX_GEN_TOKS = 256  # what the hf and API adapters generate when a reque
 DEFAULT_MAX_LENGTH = 2048  # the hf adapter's fallback when a model config names no length
 TOKENIZER_KEYS = ("tokenizer", "pretrained", "model")
 SETTING_KEYS = ("max_length", "max_model_len", *TOKENIZER_KEYS, "trust_remote_code")
-COUNT_CHUNK = 64  # prompts tokenized per batch (the Rust encodings of a batch are held at once)
-# Tokens by which joining two pieces may change the sum of their separate counts (a merge across
-# the join, a word-start marker): prompts estimated within this many tokens per join of the
-# limit are tokenized whole.
-JOIN_SLACK = 4
+COUNT_CHUNK_CHARS = 1_000_000  # text tokenized per batch (the Rust encodings of a batch are held at once)
+# Tokens by which joining two pieces may change the sum of their separate counts (a merge across the
+# join, a word-start marker): prompts estimated within this many tokens per join of the limit are
+# tokenized whole. A join next to white space (where a word starts) moves the count by at most one.
+JOIN_SLACK, WORD_JOIN_SLACK = 4, 1
 
 
 class LengthCheckError(UserError):
@@ -148,7 +148,8 @@ class LengthBudget:
             context, gen_kwargs = requests[i]
             special = 0 if self.bos_text and context.startswith(self.bos_text) else self.special_tokens
             estimate = special + sum(sizes[piece] for piece in used)
-            slack = JOIN_SLACK * (len(used) - 1)
+            slack = sum(WORD_JOIN_SLACK if left[-1].isspace() or right[0].isspace() else JOIN_SLACK
+                        for left, right in zip(used, used[1:]))
             room = self.max_length - max_gen_toks(gen_kwargs)
             if estimate + slack <= room or estimate - slack > room:
                 verdicts[i] = Verdict(estimate, max_gen_toks(gen_kwargs), self.max_length, exact=False)
@@ -242,14 +243,19 @@ class _Counters:
 def _hf_counters(tokenizer) -> _Counters:
     bos = getattr(tokenizer, "bos_token", None)
 
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    # the Rust tokenizer's batch encoding without offsets, when there is one; it counts what the slow path does
+    fast = getattr(backend, "encode_batch_fast", None)
+
     def encode(texts: list[str], with_special: bool) -> list[int]:
-        counts = []
+        counts: list[int] = []
         # in chunks: the token ids of thousands of long prompts at once would take gigabytes
-        for start in range(0, len(texts), COUNT_CHUNK):
-            # verbose=False: a prompt longer than the tokenizer's nominal maximum is what we measure
-            ids = tokenizer(texts[start:start + COUNT_CHUNK], add_special_tokens=with_special, verbose=False,
-                            return_attention_mask=False, return_token_type_ids=False)["input_ids"]
-            counts.extend(map(len, ids))
+        for chunk in _chunks(texts, COUNT_CHUNK_CHARS):
+            if fast is not None:
+                counts.extend(len(encoding.ids) for encoding in fast(chunk, add_special_tokens=with_special))
+            else:  # verbose=False: a prompt longer than the tokenizer's nominal maximum is what we measure
+                counts.extend(map(len, tokenizer(chunk, add_special_tokens=with_special, verbose=False,
+                                                 return_attention_mask=False, return_token_type_ids=False)["input_ids"]))
         return counts
 
     def count_tokens(contexts: list[str | list[dict]]) -> list[int]:
@@ -264,6 +270,18 @@ def _hf_counters(tokenizer) -> _Counters:
 
     special = len(tokenizer("", add_special_tokens=True)["input_ids"])
     return _Counters(count_tokens, lambda pieces: encode(list(pieces), False), special, bos)
+
+
+def _chunks(texts: list[str], chars: int):
+    """Consecutive runs of ``texts`` of about ``chars`` characters each (at least one text per run)."""
+    start, size = 0, 0
+    for end, text in enumerate(texts):
+        if size and size + len(text) > chars:
+            yield texts[start:end]
+            start, size = end, 0
+        size += len(text)
+    if start < len(texts):
+        yield texts[start:]
 
 
 def _counters(name: str, trust_remote_code: bool) -> _Counters:

@@ -31,18 +31,23 @@ this class adds:
   has the values of every document, as in one process (summed in another order). A metric
   reported by fewer documents than there are processes cannot reach each of them: the run
   stops with an error that says so.
+- **Answers saved before scoring** (:mod:`lm_eval_ext.answers`): the raw responses are written
+  to disk before the filters run, so a scoring stage that fails or is killed loses nothing
+  (``lm-eval-ext resume``).
 """
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from lm_eval.api.filter import Filter
 from lm_eval.api.instance import Instance
 from lm_eval.api.task import ConfigurableTask
 from lm_eval.filters import build_filter_ensemble
 
+from . import answers
 from .boundary import CONVERSATION, WITHHELD, install_request_types
 from .errors import UserError
 
@@ -84,7 +89,7 @@ class ExtTask(ConfigurableTask):
         # each metric name up in its registry and in Hugging Face `evaluate`.
         config.setdefault("process_results", f"{type(self).__module__}.{type(self).__qualname__}.process_results")
         self._run_seed: int | None = None
-        self._processes = (0, 1)  # (rank, world size) of the run, from build_all_requests
+        self._rank, self._world_size = 0, 1  # of the run, from build_all_requests
         self._reported: list | None = None  # this process's documents once they are scored (several processes)
         self._moved: dict[int, tuple[list[Instance], dict]] = {}  # documents scored by another process
         super().__init__(config=config, **kwargs)
@@ -145,7 +150,7 @@ class ExtTask(ConfigurableTask):
 
     def build_all_requests(self, **kwargs) -> None:
         """Build the requests as the harness does, then let the subclass review them."""
-        self._processes = (int(kwargs.get("rank", 0)), int(kwargs.get("world_size", 1)))
+        self._rank, self._world_size = int(kwargs.get("rank", 0)), int(kwargs.get("world_size", 1))
         self._reported, self._moved = None, {}
         super().build_all_requests(**kwargs)
         self.review_requests(self.instances, chat_template=kwargs.get("chat_template")
@@ -182,15 +187,20 @@ class ExtTask(ConfigurableTask):
         return RunContext(task=self.config.task, metadata=dict(self.config.metadata or {}), seed=self._run_seed,
                           conversation=self.conversation)
 
+    def answers_dir(self) -> Path:
+        """Where this run saves its answers before scoring them (:mod:`lm_eval_ext.answers`)."""
+        return answers.run_dir(self.config.metadata or {})
+
     def apply_filters(self):
-        """Apply the YAML's ``filter_list``, giving run-aware filters the run's options.
+        """Save the answers, then apply the YAML's ``filter_list``, giving run-aware filters the run's options.
 
         Under ``--predict_only`` only the answers are kept (``take_first``): nothing is executed
         or judged.
         """
+        answers.save(self.answers_dir(), self.config.task, self.instances, self._rank, self._world_size)
         for ensemble in self._filter_ensembles():
             ensemble.apply(self.instances)
-        if self._processes[1] > 1:
+        if self._world_size > 1:
             self._report_every_metric()
         return self.instances
 
@@ -227,7 +237,7 @@ class ExtTask(ConfigurableTask):
         """Exchange metric names between processes and move scored documents so that each reports every one."""
         import torch.distributed as dist
 
-        rank, world_size = self._processes
+        rank, world_size = self._rank, self._world_size
         if not (dist.is_available() and dist.is_initialized()):
             raise UserError(f"{self.config.task}: the harness runs {world_size} processes but torch.distributed is not "
                             "initialized, so they cannot exchange their metrics. Launch with `accelerate launch` or "

@@ -81,6 +81,8 @@ def runs(tmp_path_factory, data_dir, tiny_model_dir) -> dict:
     """The same command in one process and in two; calls logs per process."""
     from lm_eval_ext.testing.stub_openai import StubOpenAIServer
 
+    from helpers.judge import answering_the_probe, judge_calls
+
     root = tmp_path_factory.mktemp("multiprocess")
     inputs = write_inputs(root / "inputs", data_dir, tiny_model_dir)
 
@@ -89,7 +91,7 @@ def runs(tmp_path_factory, data_dir, tiny_model_dir) -> dict:
         return f"Feedback: fine.\n\\boxed{{{judge_score(question.strip())}}}"
 
     out = {}
-    with StubOpenAIServer(responder=judge) as server:
+    with StubOpenAIServer(responder=answering_the_probe(judge), model="stub-judge") as server:
         metadata = json.dumps({**inputs["metadata"], "judge_base_url": server.base_url})
         args = ["--model", "ext-scripted-dist", "--model_args",
                 f"table={inputs['table']},responses={inputs['responses']},calls_log=calls.jsonl",
@@ -101,7 +103,7 @@ def runs(tmp_path_factory, data_dir, tiny_model_dir) -> dict:
             out[processes] = Run.load(lm_eval_run(args, folder, processes, env={"OPENAI_API_KEY": "sk-test-not-a-secret"}))
             logs = sorted(folder.glob("calls.jsonl*"))
             out[f"calls_{processes}"] = [[json.loads(line) for line in log.read_text().splitlines()] for log in logs]
-        out["judge_calls"] = server.call_count
+        out["judge_calls"] = len(judge_calls(server))  # the probe left out
     out["first_lines"] = inputs["first_lines"]
     return out
 

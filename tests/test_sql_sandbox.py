@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from lm_eval_ext.sql import Limits, SandboxPool, connect_readonly, run_query
+from lm_eval_ext.sql.readonly import DENIED_FUNCTIONS
 
 TIME_BOUND = 1.0
 
@@ -236,3 +237,115 @@ def test_sandbox_layers_each_refuse_writes(tmp_path, small_db):
     child.join(60)
     assert queue.get(timeout=5).startswith("refused")
     assert not (tmp_path / "out.txt").exists() or (tmp_path / "out.txt").stat().st_size == 0
+
+
+# Functions with an effect outside the query or that hand out memory addresses: each must be refused.
+# (readfile, writefile, edit, fsdir are the sqlite3 shell's file functions: refused if a build has them.)
+HOST_OR_ADDRESS_CALLS = {
+    "load_extension": "SELECT load_extension('/tmp/evil.so')",  # loads and runs native code
+    "fts3_tokenizer": "SELECT hex(fts3_tokenizer('simple'))",  # returns a pointer; with 2 args, takes one
+    "fts5": "SELECT fts5(NULL)",  # hands out a pointer to the FTS5 API
+    "rtreenode": "SELECT rtreenode(2, zeroblob(100))",  # debugging decoders of raw R*Tree pages
+    "rtreedepth": "SELECT rtreedepth(zeroblob(100))",
+    "rtreecheck": "SELECT rtreecheck('x')",
+    "sqlite_log": "SELECT sqlite_log(1, 'message')",  # writes to the host's error log
+    "readfile": "SELECT readfile('/etc/hostname')",
+    "writefile": "SELECT writefile('{tmp}/written.txt', 'x')",
+    "edit": "SELECT edit('x', 'vi')",  # runs an editor
+    "fsdir": "SELECT name FROM fsdir('/')",
+}
+# Every other function of SQLite, reviewed: computes on its arguments and the database only.
+REVIEWED_PURE = {
+    "->", "->>", "abs", "acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "avg", "bm25", "ceil",
+    "ceiling", "changes", "char", "coalesce", "concat", "concat_ws", "cos", "cosh", "count", "cume_dist",
+    "current_date", "current_time", "current_timestamp", "date", "datetime", "degrees", "dense_rank", "exp",
+    "first_value", "floor", "format", "fts5_source_id", "glob", "group_concat", "hex", "highlight", "ifnull",
+    "iif", "instr", "julianday", "lag", "last_insert_rowid", "last_value", "lead", "length", "like",
+    "likelihood", "likely", "ln", "log", "log10", "log2", "lower", "ltrim", "match", "matchinfo", "max", "min",
+    "mod", "nth_value", "ntile", "nullif", "octet_length", "offsets", "optimize", "percent_rank", "pi", "pow",
+    "power", "printf", "quote", "radians", "random", "randomblob", "rank", "replace", "round", "row_number",
+    "rtrim", "sign", "sin", "sinh", "snippet", "soundex", "sqlite_compileoption_get",
+    "sqlite_compileoption_used", "sqlite_source_id", "sqlite_version", "sqrt", "stdev", "strftime",
+    "string_agg", "substr", "substring", "subtype", "sum", "tan", "tanh", "time", "timediff", "total",
+    "total_changes", "trim", "trunc", "typeof", "unhex", "unicode", "unixepoch", "unlikely", "upper", "zeroblob",
+}
+
+
+def test_functions_that_touch_the_host_or_leak_addresses_are_refused(data_dir, tmp_path, small_db):
+    """Every function SQLite offers is either reviewed as pure or refused by the sandbox."""
+    plain = sqlite3.connect(":memory:")
+    available = {name for (name, *_rest) in plain.execute("PRAGMA function_list")}
+    plain.close()
+    unreviewed = sorted(name for name in available - REVIEWED_PURE - set(HOST_OR_ADDRESS_CALLS)
+                        if not name.startswith("json"))  # the JSON functions compute on their arguments
+    assert not unreviewed, (f"this SQLite offers functions nobody has reviewed: {unreviewed}; add each to the "
+                            "sandbox's denied functions (lm_eval_ext/sql/readonly.py) and the list above, or to "
+                            "REVIEWED_PURE")
+    assert {"load_extension", "fts3_tokenizer"} <= available  # this build has the two that matter most
+    assert DENIED_FUNCTIONS == set(HOST_OR_ADDRESS_CALLS)  # and nothing reviewed as pure is refused
+
+    writable = tmp_path / "copy.sqlite"
+    shutil.copy(small_db, writable)
+    databases = [writable, small_db]
+    before = {db: _sha256(db) for db in databases}
+    for db in databases:
+        conn = connect_readonly(db)
+        for name, sql in HOST_OR_ADDRESS_CALLS.items():
+            result = run_query(conn, sql.format(tmp=tmp_path))
+            assert not result.ok, (name, result.rows)
+            if name in available:  # refused by the sandbox, not merely missing
+                assert result.error == f"OperationalError: not authorized to use function: {name}", name
+        assert run_query(conn, "SELECT abs(-2), json_extract('[5]', '$[0]')").rows == [(2, 5)]  # others work
+        conn.close()
+    assert {db: _sha256(db) for db in databases} == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["copy.sqlite"]
+
+
+_N_ROWS = "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 20000) "
+
+
+def test_empty_strings_and_small_values_count_toward_the_byte_bound(small_db):
+    """20,000 rows of '' or of a small integer take over 1 MB as Python objects: over a 1 MB bound."""
+    limits = Limits(max_bytes=2**20)
+    conn = connect_readonly(small_db, limits)
+    for sql in (_N_ROWS + "SELECT '' FROM n", _N_ROWS + "SELECT 1 FROM n", _N_ROWS + "SELECT '', '', '' FROM n LIMIT 5000"):
+        result = run_query(conn, sql, limits)
+        assert not result.ok and result.error == f"result larger than {2**20} bytes", sql
+    assert run_query(conn, _N_ROWS + "SELECT '' FROM n LIMIT 5000", limits).ok  # 5,000 rows: about 0.5 MB
+    assert len(run_query(conn, "SELECT * FROM student", limits).rows) == 34
+
+
+def test_the_worker_compares_and_only_the_verdict_reaches_the_parent(small_db):
+    """With gold rows to compare against, a reply carries no rows; its verdict is the comparison's, both rules."""
+    from lm_eval_ext.sql import Against, authors_match, testsuite_match
+
+    gold = [(1, "a"), (2, "b")]
+    predictions = {  # SQL giving the rows on the right
+        "SELECT 1, 'a' UNION ALL SELECT 2, 'b'": [(1, "a"), (2, "b")],
+        "SELECT 'a', 1 UNION ALL SELECT 'b', 2": [("a", 1), ("b", 2)],
+        "SELECT 2, 'b' UNION ALL SELECT 1, 'a'": [(2, "b"), (1, "a")],
+        "SELECT 1.0, 'a' UNION ALL SELECT 2.0, 'b'": [(1.0, "a"), (2.0, "b")],
+        "SELECT 1, 'a', 'a' UNION ALL SELECT 2, 'b', 'b'": [(1, "a", "a"), (2, "b", "b")],
+        "SELECT 1.00000000001, 'a' UNION ALL SELECT 2, 'b'": [(1.00000000001, "a"), (2, "b")],
+        "SELECT 1, 'a'": [(1, "a")],
+        _N_ROWS + "SELECT hex(zeroblob(1000)), '' FROM n": None,  # big: stays in the worker
+    }
+    cases = [(sql, rule, ordered) for sql in predictions for rule, ordered in
+             (("authors", False), ("testsuite", False), ("testsuite", True))]
+    with SandboxPool(workers=2) as pool:
+        results = pool.run([(str(small_db), sql, Against(gold, rule, ordered)) for sql, rule, ordered in cases])
+        plain = pool.run([(str(small_db), sql) for sql in predictions])
+    assert [r.rows for r in plain[:-1]] == list(predictions.values())[:-1]  # the SQL gives those rows
+    assert len(plain[-1].rows) == 20000
+    for (sql, rule, ordered), result in zip(cases, results):
+        rows = predictions[sql] or plain[-1].rows
+        expected = authors_match(rows, gold) if rule == "authors" else testsuite_match(rows, gold, ordered=ordered)
+        assert result.ok and result.rows is None and result.match is expected, (sql, rule, ordered)
+    assert {r.match for r in results} == {True, False}  # both outcomes occur
+
+
+def test_long_error_messages_are_cut_in_the_worker(small_db):
+    name = "x" * 5000
+    with SandboxPool(workers=1) as pool:
+        (result,) = pool.run([(str(small_db), f"SELECT {name} FROM student")])
+    assert result.error == f"OperationalError: no such column: {name}"[:500] + " [cut]"

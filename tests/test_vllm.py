@@ -91,6 +91,8 @@ def vllm_runs(request, tmp_path_factory, data_dir, tiny_model_dir) -> dict:
     """Two runs of ``--model vllm`` on the tiny model: without chat template (LIEDER too), and with it."""
     from lm_eval_ext.testing.stub_openai import StubOpenAIServer
 
+    from helpers.judge import answering_the_probe
+
     backend = request.param
     root = tmp_path_factory.mktemp(f"vllm_{backend}")
     out = {"backend": backend}
@@ -99,7 +101,7 @@ def vllm_runs(request, tmp_path_factory, data_dir, tiny_model_dir) -> dict:
         question = re.search(r"### Question:\n(.*?)\n\n### Response to evaluate:", body["messages"][-1]["content"], re.S)[1]
         return f"Feedback: fine.\n\\boxed{{{judge_score(question.strip())}}}"
 
-    with StubOpenAIServer(responder=judge) as server:
+    with StubOpenAIServer(responder=answering_the_probe(judge), model="stub-judge") as server:
         for chat in (False, True):
             folder = root / ("chat" if chat else "plain")
             inputs = write_script(folder / "inputs", data_dir)

@@ -14,7 +14,7 @@ Per question (judge scores are on the 1-10 scale):
   means are over those questions alone;
 - ``score_diff``: the score of a differentiating question (its text differs between the QA and
   Conv sets), emitted only for those;
-- ``middle_pvalue``: the pair (answer in the middle?, score); aggregated into the p-value of
+- ``middle_pvalue``: the pair (1 if the answer is in the middle else 0, score); aggregated into the p-value of
   the one-tailed Welch t-test "middle-position questions score lower than all other questions"
   (NaN when a score is NaN);
 - ``judge_failures``: 1 when the judge failed on the answer, else 0; aggregated as a count;
@@ -42,10 +42,10 @@ MEAN_METRICS = ("score", *SUBSET_METRICS)
 METRICS = (*MEAN_METRICS, "middle_pvalue", "judge_failures", "prompts_truncated")
 
 
-def middle_pvalue(pairs: list[tuple[bool, float]]) -> float:
+def middle_pvalue(pairs: list[tuple[int, float]]) -> float:
     """One-tailed Welch t-test p-value of "mean score of middle-position questions < mean of all others".
 
-    ``pairs`` are (is_middle, score). NaN when either group has fewer than two scores (the test
+    ``pairs`` are (1 if the answer is in the middle else 0, score). NaN when either group has fewer than two scores (the test
     is undefined), as scipy reports for degenerate samples.
     """
     from scipy.stats import ttest_ind
@@ -73,7 +73,7 @@ def question_metrics(doc: dict, score: float | None, failed: bool, truncated: bo
     value = math.nan if score is None else score
     values: dict = {"score": value, f"score_{doc['question_type']}": value,
                     f"score_{ANSWER_POSITIONS[doc['answer_position']]}": value,
-                    "middle_pvalue": (doc["answer_position"] == "M", value), "judge_failures": int(failed)}
+                    "middle_pvalue": (int(doc["answer_position"] == "M"), value), "judge_failures": int(failed)}
     if doc["differentiating"]:
         values["score_diff"] = value
     if truncated is not None:

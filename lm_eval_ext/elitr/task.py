@@ -25,7 +25,7 @@ from lm_eval.api.metrics import mean
 
 from ..conversation import OVERFLOW_POLICIES, Turn, render, turn_messages
 from ..errors import UserError
-from ..judge.harness import GENERATION_KEY, JudgedTask, judge_result
+from ..judge.harness import GENERATION_KEY, JudgedTask, judge_output, judge_result
 from ..prompt_length import LengthCheckError, PromptTooLongError, resolve_budget, shorten_middle
 from .data import build_documents
 from .metrics import SUBSET_METRICS, question_metrics
@@ -189,7 +189,7 @@ class ElitrTask(JudgedTask):
         """The question's metrics (lm_eval_ext.elitr.metrics) from its judge result."""
         (filtered,) = results
         judged = judge_result(filtered)
-        generation = filtered.get(GENERATION_KEY, {}) if isinstance(filtered, dict) else {}
+        generation = judge_output(filtered).get(GENERATION_KEY, {})
         dropped = generation.get("truncated_lines", 0) if self.mode == "mt" else self._dropped.get(_key(doc), 0)
         return question_metrics(doc, judged.score if judged.scored else None, judged.failed, truncated=dropped > 0)
 

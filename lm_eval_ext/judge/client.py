@@ -1,7 +1,10 @@
 """One judge call over the OpenAI chat-completions API, with the retry policy of judge.md.
 
 The official ``openai`` client makes the HTTP call with its own retries off
-(``max_retries=0``); the policy is ours, with ``tenacity``:
+(``max_retries=0``), through its generic ``post`` with our request body as it is and the
+reply's bytes read with ``json``: the typed ``chat.completions.create`` re-validates every
+request and builds a typed object of every reply, which cost more CPU than the rest of a
+call (docs/judge.md, Throughput). The policy is ours, with ``tenacity``:
 
 - retried with exponential backoff and full jitter (``retry_wait`` * 2^k, at most
   ``retry_max_wait``), or exactly as long as a ``Retry-After`` header says: timeouts,
@@ -16,6 +19,7 @@ on (server error messages, replies).
 from __future__ import annotations
 
 import email.utils
+import json
 import logging
 import os
 import threading
@@ -126,6 +130,7 @@ class JudgeClient:
         self._budget = budget
         self._client = openai.OpenAI(api_key=secret, base_url=config.base_url, max_retries=0, timeout=config.timeout)
         self.reached = threading.Event()  # set by the first well-formed reply of this run
+        self.last_reply = float("-inf")  # time.monotonic() of the latest well-formed reply
         self.retries: Counter[str] = Counter()
         self._stats_lock = threading.Lock()
 
@@ -143,15 +148,23 @@ class JudgeClient:
             return text.replace(self._secret, "***")
         return text
 
-    def complete(self, request: dict) -> str:
+    def list_models(self, timeout: float) -> list:
+        """The endpoint's model list (``GET /models``), one try within ``timeout`` seconds; openai errors propagate."""
+        self._budget.take()
+        return list(self._client.with_options(timeout=timeout).models.list().data)
+
+    def complete(self, request: dict, *, timeout: float | None = None, tries: int | None = None) -> str:
         """The reply text for one request body, retrying transient failures.
 
-        Raises the last :class:`TransientError` when retries are exhausted, :class:`ItemRejected`,
-        :class:`JudgeRequestRejected` (fatal), :class:`CallCapReached` or :class:`Aborted`.
+        ``timeout`` (seconds per try) and ``tries`` (1 = no retry) replace the configuration's
+        ``timeout`` and ``retries + 1`` for this call: ``complete(request, timeout=10, tries=1)``
+        is a probe that tells a judge that hangs within 10 s. Raises the last :class:`TransientError`
+        when the tries are used up, :class:`ItemRejected`, :class:`JudgeRequestRejected` (fatal),
+        :class:`CallCapReached` or :class:`Aborted`.
         """
         retrying = tenacity.Retrying(
             retry=tenacity.retry_if_exception_type(TransientError),
-            stop=tenacity.stop_after_attempt(self.config.retries + 1) | (lambda _state: self._stop.is_set()),
+            stop=tenacity.stop_after_attempt(tries or self.config.retries + 1) | (lambda _state: self._stop.is_set()),
             wait=_WaitRetryAfter(
                 tenacity.wait_random_exponential(multiplier=self.config.retry_wait, max=self.config.retry_max_wait),
                 self.config.retry_max_wait,
@@ -162,7 +175,7 @@ class JudgeClient:
         )
         for attempt in retrying:
             with attempt:
-                return self._call_once(request)
+                return self._call_once(request, timeout)
         raise AssertionError("unreachable: tenacity either returns or reraises")
 
     def _note_retry(self, state: tenacity.RetryCallState) -> None:
@@ -172,14 +185,17 @@ class JudgeClient:
         log.debug("judge call failed (%s: %s); retry %d in %.2f s", exc.kind, exc, state.attempt_number,
                   state.next_action.sleep if state.next_action else 0.0)
 
-    def _call_once(self, request: dict) -> str:
+    def _call_once(self, request: dict, timeout: float | None) -> str:
         if self._stop.is_set():
             raise Aborted()
         self._budget.take()
         try:
-            reply = self._client.chat.completions.create(**request)
+            body = self._client.post("/chat/completions", body=request, cast_to=bytes,
+                                     options={"timeout": timeout} if timeout else {})
+            reply = json.loads(body)
         except openai.APITimeoutError:
-            raise TransientError("timeout", f"no reply from {self.host} within {self.config.timeout:g} s") from None
+            raise TransientError("timeout", f"no reply from {self.host} within {timeout or self.config.timeout:g} s"
+                                 ) from None
         except openai.APIConnectionError as exc:
             cause = exc.__cause__ or exc
             raise TransientError("connection", self.redact(f"cannot connect to {self.host}: {cause}")) from None
@@ -188,10 +204,14 @@ class JudgeClient:
             if isinstance(error, JudgeRequestRejected):
                 self.abort()  # at once, so that no other worker starts a call bound to fail the same way
             raise error from None
+        except ValueError:  # a 200 whose body is not JSON (an HTML page, cut off, not UTF-8)
+            raise TransientError("malformed", f"{self.host} answered with a body that is not valid JSON, "
+                                              "not a chat completion") from None
         text = _reply_text(reply)
         if text is None:
             raise TransientError("malformed", f"{self.host} answered with something that is not a chat completion")
         self.reached.set()
+        self.last_reply = time.monotonic()
         return self.redact(text)
 
     def _status_error(self, exc: openai.APIStatusError, model: str | None) -> Exception:
@@ -206,18 +226,21 @@ class JudgeClient:
                 f"The judge endpoint {self.host} {what} (HTTP {status}: {message}). Model: {model!r}; "
                 f"key from ${self.config.api_key_env}. Check the key variable ({cli_flag('api_key_env')}), the model "
                 f"({cli_flag('model')} / --metadata {metadata_name('model')}=...) and the base URL "
-                f"({cli_flag('base_url')}; it must be the API root, e.g. https://api.openai.com/v1). "
-                "The run was stopped; replies judged so far are cached."
+                f"({cli_flag('base_url')}; it must be the API root, e.g. https://api.openai.com/v1); replies judged "
+                "before this one are cached."
             )
         return ItemRejected(f"HTTP {status} from {self.host}: {message}")
 
 
 def _reply_text(reply) -> str | None:
-    """The assistant text of a chat completion; None if ``reply`` is not one (e.g. an HTML error page)."""
-    choices = getattr(reply, "choices", None)
-    if not choices:
+    """The assistant text of a chat completion (parsed JSON); None if ``reply`` is not one."""
+    choices = reply.get("choices") if isinstance(reply, dict) else None
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
         return None
-    message = getattr(choices[0], "message", None)
-    if message is None:
+    message = choices[0].get("message")
+    if not isinstance(message, dict):
         return None
-    return message.content or ""
+    content = message.get("content")
+    if content is None:
+        return ""
+    return content if isinstance(content, str) else None

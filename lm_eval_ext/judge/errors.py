@@ -20,3 +20,7 @@ class JudgeRequestRejected(JudgeError):
 
 class JudgeBudgetError(JudgeError):
     """The run needs more judge calls than the configured cap allows."""
+
+
+class JudgeCacheError(JudgeError):
+    """The judge cache file cannot be opened or read (damaged, not a cache, no permission)."""

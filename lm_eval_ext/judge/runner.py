@@ -14,9 +14,10 @@ import json
 import logging
 import sys
 import threading
+import time
 from collections import Counter
 from collections.abc import Sequence
-from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 
 from tqdm import tqdm
@@ -44,6 +45,7 @@ class JudgeStats:
     scored: int = 0
     failures: Counter = field(default_factory=Counter)
     dry_run_calls_needed: int | None = None
+    cache_problem: str | None = None  # the cache stopped being read or written during the run (why)
 
     def to_dict(self) -> dict:
         data = {
@@ -53,6 +55,8 @@ class JudgeStats:
         }
         if self.dry_run_calls_needed is not None:
             data["dry_run_calls_needed"] = self.dry_run_calls_needed
+        if self.cache_problem is not None:
+            data["cache_problem"] = self.cache_problem
         return data
 
 
@@ -123,6 +127,7 @@ class Judge:
             reply = self.cache.get(key)
             if reply is None:
                 calls += 1
+                asked = time.monotonic()
                 try:
                     reply = client.complete(request)
                 except CallCapReached as exc:
@@ -130,9 +135,13 @@ class Judge:
                 except ItemRejected as exc:
                     return JudgeResult(FAILED, failure="rejected", detail=str(exc), judge_outputs=outputs, calls=calls)
                 except TransientError as exc:
-                    if not client.reached.is_set():
+                    # Unreachable: nothing has ever answered, or the judge stopped answering (no call of the
+                    # run got a reply while this one was tried, and it timed out or could not connect). A judge
+                    # that hangs mid-run then stops the run after one item's tries, not after every item's.
+                    gone = exc.kind in ("timeout", "connection") and client.last_reply < asked
+                    if not client.reached.is_set() or gone:
                         client.abort()
-                        raise self._unreachable(exc) from None
+                        raise self._unreachable(exc, since_start=not client.reached.is_set()) from None
                     return JudgeResult(FAILED, failure="transport",
                                        detail=f"{exc} (tried {self.config.retries + 1} times)",
                                        judge_outputs=outputs, calls=calls)
@@ -143,10 +152,11 @@ class Judge:
                 return verdict
         raise AssertionError("unreachable: the last ask always gives a verdict")
 
-    def _unreachable(self, exc: TransientError) -> JudgeUnreachableError:
+    def _unreachable(self, exc: TransientError, since_start: bool) -> JudgeUnreachableError:
+        when = "of this run has succeeded" if since_start else "has succeeded since this one was first tried"
         return JudgeUnreachableError(
             f"The judge at {self.config.base_url_host()} could not be used: {exc} (tried "
-            f"{self.config.retries + 1} times, and no judge call of this run has succeeded). Check that the server "
+            f"{self.config.retries + 1} times, and no judge call {when}). Check that the server "
             f"is up and that the base URL is right (now {self.config.base_url!r}; set it with "
             f"{cli_flag('base_url')} or --metadata {metadata_name('base_url')}=URL). The run was stopped; replies "
             "judged so far are cached."
@@ -207,15 +217,14 @@ class Judge:
         bar = tqdm(total=len(work), desc=what, unit="item", disable=not self.progress, file=sys.stderr)
         try:
             futures = {pool.submit(self._judge_one, client, messages): key for key, messages in work}
-            remaining = set(futures)
-            while remaining:
-                done, remaining = wait(remaining, return_when=FIRST_COMPLETED)
-                for future in done:
-                    if future.exception() is None:
-                        verdicts[futures[future]] = future.result()
-                        bar.update(1)
-                    elif not isinstance(future.exception(), Aborted):
-                        raise future.exception()
+            # as_completed waits on every future once; wait(FIRST_COMPLETED) in a loop would hook every
+            # remaining future again at each completion (quadratic in the batch size)
+            for future in as_completed(futures):
+                if future.exception() is None:
+                    verdicts[futures[future]] = future.result()
+                    bar.update(1)
+                elif not isinstance(future.exception(), Aborted):
+                    raise future.exception()
         finally:
             stop.set()  # on an error (or Ctrl-C): end retry waits, start no new call
             pool.shutdown(wait=True, cancel_futures=True)
@@ -228,6 +237,7 @@ class Judge:
         self.stats.scored = sum(r.scored for r in results)
         self.stats.failures = Counter(r.failure for r in results if r.failed)
         self.stats.reasks = sum(max(0, len(r.judge_outputs) - 1) for r in results)
+        self.stats.cache_problem = self.cache.problem
         if self.config.dry_run:
             return
         failures = sum(self.stats.failures.values())

@@ -40,11 +40,11 @@ def _around(name: str, field: str, **values) -> tuple[str, str]:
 
 
 def document_pieces(passages: Sequence[dict]) -> list[str]:
-    """``Document [n](Title: <title>) <text>`` per passage, n from 1, separated by newlines, as two pieces
-    per passage: its numbered heading (``"\nDocument [n](Title: <title>)"``, no newline before the first)
-    and its text with the space before it, which is the same in every prompt the passage is in."""
+    """``Document [n](Title: <title>) <text>`` per passage, n from 1, separated by newlines, as pieces that
+    recur across prompts, each cut where a word starts: the numbered opening (``"\nDocument [n](Title:"``,
+    no newline before the first), ``" <title>)"`` and ``" <text>"``."""
     return [piece for n, p in enumerate(passages, 1)
-            for piece in (("\n" if n > 1 else "") + f"Document [{n}](Title: {p['title']})", " " + p["text"])]
+            for piece in (("\n" if n > 1 else "") + f"Document [{n}](Title:", f" {p['title']})", " " + p["text"])]
 
 
 def qa_prompt_pieces(question: str, passages: Sequence[dict], variant: str = "plain") -> list[str]:

@@ -6,7 +6,9 @@ Options (``--metadata``): ``timeout``, ``max_rows``, ``workers``, ``comparison``
 Each distinct gold query is executed once per database for the whole process (a cache
 shared by all tasks); predictions are executed in parallel worker processes
 (:class:`~lm_eval_ext.sql.SandboxPool`) when the harness applies the task's filter,
-which sees every response of the task at once. The filter's output per response is a
+which sees every response of the task at once. Each prediction goes to its worker with the
+gold rows and is compared there: only the verdict comes back, so the memory of this process
+does not depend on what the model's queries return (docs/magnifico.md has the figures). The filter's output per response is a
 small record (the predicted query, whether it executed, the error, ``ex``, ``em``) as a
 JSON string: it is what ``process_results`` scores and what ``--log_samples`` shows as
 ``filtered_resps`` (the harness writes filtered responses with ``str()``, so JSON keeps
@@ -20,7 +22,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from ..errors import UserError
-from ..sql import COMPARISONS, Limits, QueryResult, authors_match, query_orders, shared_pool, testsuite_match
+from ..sql import COMPARISONS, Against, Limits, QueryResult, query_orders, shared_pool
 from ..task_base import RunAwareFilter
 
 
@@ -107,26 +109,22 @@ class Scorer:
                     _GOLD[(self.limits, *query)] = result
             return [_GOLD[(self.limits, *q)] for q in queries]
 
-    def matches(self, pred: QueryResult, gold: QueryResult, gold_sql: str) -> int:
-        """1 when the prediction executed and its result equals the gold result under the chosen comparison."""
-        if not pred.ok:
-            return 0
-        if self.options.comparison == "testsuite":
-            return int(testsuite_match(pred.rows, gold.rows, ordered=query_orders(gold_sql)))
-        return int(authors_match(pred.rows, gold.rows))
+    def against(self, gold: QueryResult, gold_sql: str) -> Against:
+        """What a prediction is compared with in its worker: the gold rows and the chosen comparison."""
+        if not gold.ok:  # excluded when the task was loaded; cannot happen unless the files changed
+            raise RuntimeError(f"gold query no longer executes: {gold_sql!r} ({gold.error})")
+        ordered = self.options.comparison == "testsuite" and query_orders(gold_sql)
+        return Against(gold.rows, self.options.comparison, ordered)
 
     def score(self, db_paths: list[str], golds: list[str], generations: list[str]) -> list[dict]:
         """One record per prediction: ``prediction``, ``executed``, ``error``, ``ex``, ``em``."""
         predictions = [prediction_sql(g) for g in generations]
         gold_results = self.gold_results(list(zip(db_paths, golds)))
-        pred_results = self.pool.run(list(zip(db_paths, predictions)))
-        records = []
-        for pred_sql, gold_sql, pred, gold in zip(predictions, golds, pred_results, gold_results):
-            if not gold.ok:  # excluded when the task was loaded; cannot happen unless the files changed
-                raise RuntimeError(f"gold query no longer executes: {gold_sql!r} ({gold.error})")
-            records.append({"prediction": pred_sql, "executed": pred.ok, "error": pred.error,
-                            "ex": self.matches(pred, gold, gold_sql), "em": exact_match(pred_sql, gold_sql)})
-        return records
+        against = [self.against(gold, gold_sql) for gold, gold_sql in zip(gold_results, golds)]
+        pred_results = self.pool.run(list(zip(db_paths, predictions, against)))
+        return [{"prediction": pred_sql, "executed": pred.ok, "error": pred.error, "ex": int(bool(pred.match)),
+                 "em": exact_match(pred_sql, gold_sql)}
+                for pred_sql, gold_sql, pred in zip(predictions, golds, pred_results)]
 
 
 class SqlExecutionFilter(RunAwareFilter):

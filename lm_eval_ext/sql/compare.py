@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Sequence
 
@@ -95,3 +96,24 @@ def testsuite_match(pred: Sequence[tuple], gold: Sequence[tuple], ordered: bool)
 
 
 COMPARISONS = ("authors", "testsuite")
+
+
+@dataclass(frozen=True)
+class Against:
+    """What a sandbox worker compares a prediction's rows with, so that only the verdict leaves it.
+
+    ``ordered``: the gold query orders its result (:func:`query_orders`; the ``testsuite`` rule only).
+    """
+
+    gold_rows: Sequence[tuple]
+    comparison: str = "authors"
+    ordered: bool = False
+
+
+def results_match(pred: Sequence[tuple], against: Against) -> bool:
+    """Whether ``pred`` equals the gold rows under ``against.comparison`` (see the module docstring)."""
+    if against.comparison == "authors":
+        return authors_match(pred, against.gold_rows)
+    if against.comparison == "testsuite":
+        return testsuite_match(pred, against.gold_rows, ordered=against.ordered)
+    raise ValueError(f"unknown comparison {against.comparison!r}; known: {', '.join(COMPARISONS)}")

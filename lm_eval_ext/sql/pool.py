@@ -3,7 +3,8 @@
 Why not ``concurrent.futures.ProcessPoolExecutor``: it cannot stop one running task, and
 one dead worker breaks the whole pool. Here each worker has its own pipe; the parent
 sends a batch of queries (same database together, so each worker reuses its
-connection), receives one reply per query, and gives the query being run a deadline
+connection), receives one reply per query (only the verdict when the query came with gold
+rows to compare against: rows stay in the worker), and gives the query being run a deadline
 of ``limits.timeout + grace`` from the moment the previous reply arrived. A worker past
 its deadline is killed, a worker that dies is noticed through its process sentinel;
 either way the query it was running fails ("stopped" / "crashed"), the rest of its
@@ -21,6 +22,7 @@ from dataclasses import dataclass, field, replace
 from multiprocessing.connection import wait
 from typing import Sequence
 
+from .compare import Against
 from .readonly import Limits, QueryResult
 
 _WORKER_MODULE = "lm_eval_ext.sql.worker"
@@ -40,7 +42,7 @@ def _context():
 class _Worker:
     process: multiprocessing.process.BaseProcess
     pipe: object
-    jobs: deque = field(default_factory=deque)  # (index, db_path, sql) sent and not answered
+    jobs: deque = field(default_factory=deque)  # (index, db_path, sql, against) sent and not answered
     started: float = 0.0  # when the current job (jobs[0]) became current
     deadline: float = 0.0
 
@@ -91,29 +93,33 @@ class SandboxPool:
             if not process.is_alive():
                 self._dying.remove(process)
 
-    def run(self, queries: Sequence[tuple[str, str]]) -> list[QueryResult]:
-        """Execute each ``(db_path, sql)``; a failure of any kind is a ``QueryResult`` with ``ok=False``."""
+    def run(self, queries: Sequence[tuple[str, str] | tuple[str, str, Against | None]]) -> list[QueryResult]:
+        """Execute each ``(db_path, sql)`` or ``(db_path, sql, against)``; results in input order.
+
+        With ``against`` the worker compares the rows with the gold rows and replies with
+        ``match`` and no rows. A failure of any kind is a ``QueryResult`` with ``ok=False``.
+        """
         with self._lock:
             self._workers += [None] * (self.size - len(self._workers))
             self._workers = [w or self._start_worker() for w in self._workers]
             return self._run(queries)
 
-    def _batches(self, queries: Sequence[tuple[str, str]], results: list) -> deque:
+    def _batches(self, queries: Sequence[tuple], results: list) -> deque:
         by_db: dict[str, list] = {}
-        for index, (db_path, sql) in enumerate(queries):
+        for index, (db_path, sql, *against) in enumerate(queries):
             if len(sql.encode("utf-8", "surrogatepass")) > self.limits.max_sql_bytes:
                 # SQLite would refuse it too; not sending it keeps the pipes (and the watchdog) quick
                 results[index] = QueryResult(False, error=f"query longer than {self.limits.max_sql_bytes} bytes",
                                              wall=0.0)
                 continue
-            by_db.setdefault(str(db_path), []).append((index, str(db_path), sql))
+            by_db.setdefault(str(db_path), []).append((index, str(db_path), sql, against[0] if against else None))
         batches = deque()
         for jobs in by_db.values():
             for start in range(0, len(jobs), self.batch_size):
                 batches.append(jobs[start:start + self.batch_size])
         return batches
 
-    def _run(self, queries: Sequence[tuple[str, str]]) -> list[QueryResult]:
+    def _run(self, queries: Sequence[tuple]) -> list[QueryResult]:
         results: list[QueryResult | None] = [None] * len(queries)
         pending = self._batches(queries, results)
         allowed = self.limits.timeout + self.grace
@@ -155,9 +161,9 @@ class SandboxPool:
         try:
             while worker.jobs and worker.pipe.poll():
                 job_id, result = worker.pipe.recv()
-                index, _, _ = worker.jobs.popleft()
+                index = worker.jobs.popleft()[0]
                 if index != job_id:  # cannot happen with an honest worker; do not trust it
-                    worker.jobs.appendleft((index, None, None))
+                    worker.jobs.appendleft((index, None, None, None))
                     return False
                 now = time.monotonic()
                 results[index] = replace(result, wall=now - worker.started)
@@ -169,7 +175,7 @@ class SandboxPool:
     def _fail_current(self, worker: _Worker, results: list, pending: deque, timed_out: bool) -> None:
         """The worker's current query failed (stopped or crashed); its other queries go back to the queue."""
         worker.process.kill()
-        index, _, _ = worker.jobs.popleft()
+        index = worker.jobs.popleft()[0]
         if timed_out:
             error = f"stopped by the watchdog after {self.limits.timeout + self.grace:g} s"
         else:

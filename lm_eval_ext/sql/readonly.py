@@ -3,7 +3,9 @@
 Layers, each enough on its own to stop a write: the file is opened with the URI
 ``mode=ro`` (and ``immutable=1``: SQLite then creates no journal, WAL or lock file);
 ``PRAGMA query_only=ON``; an authorizer that allows reading and nothing else (no
-INSERT/UPDATE/DELETE/DDL, ATTACH, PRAGMA, transactions, VACUUM, ``load_extension``);
+INSERT/UPDATE/DELETE/DDL, ATTACH, PRAGMA, transactions, VACUUM, and none of the
+:data:`DENIED_FUNCTIONS`: ``load_extension``, ``fts3_tokenizer`` and the others that reach
+outside the query or handle memory addresses);
 ``SQLITE_LIMIT_ATTACHED`` = 0. Temporary storage stays in memory, so a large sort
 writes no temp file either. Time is bounded by a progress handler; rows and bytes
 fetched are bounded while fetching.
@@ -13,6 +15,7 @@ from __future__ import annotations
 import math
 import re
 import sqlite3
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,8 +28,9 @@ class Limits:
 
     ``timeout``: seconds from the start of execution to the last row fetched.
     ``max_rows``: a result with more rows is an error (the comparison could not use
-    it anyway: a gold result is never larger). ``max_bytes``: approximate size of the
-    fetched values. ``max_value_bytes``: the largest string or blob SQLite may build
+    it anyway: a gold result is never larger). ``max_bytes``: the memory the fetched rows
+    take as Python objects (``sys.getsizeof`` of each row and of each value in it, so that an
+    empty string or a small integer costs what it really does). ``max_value_bytes``: the largest string or blob SQLite may build
     (``SQLITE_LIMIT_LENGTH``). ``max_sql_bytes``: the longest query text accepted (a gold query
     is under 1 kB, a generation of 128 tokens far under the limit). ``heap_bytes``: SQLite's
     heap limit per process.
@@ -48,7 +52,9 @@ class QueryResult:
 
     ``seconds``: execution and fetching, measured where the query ran; ``wall``: from the
     moment the query became its worker's current job to its reply, measured by the pool
-    (None outside a pool).
+    (None outside a pool). ``match``: when the pool compared the rows with gold rows in its
+    worker (:class:`~lm_eval_ext.sql.compare.Against`), whether they are equal; ``rows`` is
+    then None, so that no result of a query crosses to the parent process.
     """
 
     ok: bool
@@ -57,6 +63,7 @@ class QueryResult:
     seconds: float = 0.0
     timed_out: bool = False
     wall: float | None = None
+    match: bool | None = None
 
 
 class Stdev:
@@ -86,15 +93,24 @@ class Stdev:
 
 
 _READ_ACTIONS = frozenset({sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_RECURSIVE})
-# Functions with effects outside the query (loading code); everything else SQLite offers is pure.
-_DENIED_FUNCTIONS = frozenset({"load_extension"})
+# Functions with effects outside the query, or that hand out or take memory addresses; everything
+# else SQLite offers computes on its arguments and the database (tests/test_sql_sandbox.py reviews
+# the whole list). load_extension runs native code; fts3_tokenizer returns a pointer into the SQLite
+# library (and, given one, calls it); fts5 hands out a pointer to its API; rtreenode/rtreedepth/
+# rtreecheck decode raw R*Tree pages (debugging aids, with a past out-of-bounds read); sqlite_log
+# writes to the host's error log; readfile/writefile/edit/fsdir are the sqlite3 shell's file
+# functions, refused should a build carry them.
+DENIED_FUNCTIONS = frozenset({
+    "load_extension", "fts3_tokenizer", "fts5", "rtreenode", "rtreedepth", "rtreecheck", "sqlite_log",
+    "readfile", "writefile", "edit", "fsdir",
+})
 
 
 def _authorizer(action: int, arg1, arg2, db_name, trigger) -> int:
     if action in _READ_ACTIONS:
         return sqlite3.SQLITE_OK
     if action == sqlite3.SQLITE_FUNCTION:
-        return sqlite3.SQLITE_DENY if (arg2 or "").lower() in _DENIED_FUNCTIONS else sqlite3.SQLITE_OK
+        return sqlite3.SQLITE_DENY if (arg2 or "").lower() in DENIED_FUNCTIONS else sqlite3.SQLITE_OK
     return sqlite3.SQLITE_DENY
 
 
@@ -139,8 +155,14 @@ def is_query(sql: str) -> bool:
     return _FIRST_KEYWORD.match(sql).group(1).upper() in QUERY_KEYWORDS
 
 
-def _value_bytes(value) -> int:
-    return len(value) if isinstance(value, (str, bytes)) else 8
+def _rows_bytes(rows: list[tuple]) -> int:
+    """Memory of fetched rows as Python objects (shared objects such as ``''`` counted each time: an upper bound)."""
+    return sum(sys.getsizeof(row) + sum(map(sys.getsizeof, row)) for row in rows)
+
+
+def _stopped(limits: Limits, elapsed: float) -> QueryResult:
+    return QueryResult(False, error=f"stopped after the time bound of {limits.timeout:g} s", seconds=elapsed,
+                       timed_out=True)
 
 
 def run_query(conn: sqlite3.Connection, sql: str, limits: Limits = Limits()) -> QueryResult:
@@ -166,16 +188,17 @@ def run_query(conn: sqlite3.Connection, sql: str, limits: Limits = Limits()) -> 
             rows.extend(batch)
             if len(rows) > limits.max_rows:
                 return QueryResult(False, error=f"more than {limits.max_rows} rows", seconds=time.monotonic() - started)
-            size += sum(_value_bytes(v) for row in batch for v in row)
+            size += _rows_bytes(batch)
             if size > limits.max_bytes:
                 return QueryResult(False, error=f"result larger than {limits.max_bytes} bytes",
                                    seconds=time.monotonic() - started)
+            if time.monotonic() > deadline:  # the progress handler sees SQLite's time, not the fetching's
+                return _stopped(limits, time.monotonic() - started)
         return QueryResult(True, rows=rows, seconds=time.monotonic() - started)
     except Exception as err:  # noqa: BLE001 -- any failure of an untrusted query is a failed execution
         elapsed = time.monotonic() - started
         if stopped:
-            return QueryResult(False, error=f"stopped after the time bound of {limits.timeout:g} s",
-                               seconds=elapsed, timed_out=True)
+            return _stopped(limits, elapsed)
         return QueryResult(False, error=f"{type(err).__name__}: {err}", seconds=elapsed)
     finally:
         conn.set_progress_handler(None, 0)

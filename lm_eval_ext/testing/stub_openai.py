@@ -1,4 +1,4 @@
-"""A local OpenAI-compatible HTTP server for tests (judge, ``local-chat-completions``).
+"""A local OpenAI-compatible HTTP server for tests (judge, ``local-chat-completions``, ``local-completions``).
 
 It is a real server (``ThreadingHTTPServer`` on 127.0.0.1, ephemeral port,
 daemon thread), so the real ``openai`` client and the harness's real HTTP path
@@ -10,9 +10,40 @@ are exercised, not a mock object::
         assert srv.call_count == 1
 
 Endpoints: ``POST /v1/chat/completions``, ``POST /v1/completions`` (a list
-``prompt`` gives one choice per prompt and per ``n``), ``GET /v1/models``.
+``prompt`` gives one choice per prompt and per ``n``; a prompt may be text or a
+list of token ids, as the harness's ``local-completions`` sends), ``GET /v1/models``.
 
-Faults are drawn per POST request from a seeded RNG
+**Latency**: every POST waits ``delay_s`` plus a uniform draw in ``[0, jitter_s]``
+(its own RNG seeded with ``seed``, so jitter does not change which faults are drawn),
+e.g. ``delay_s=0.5, jitter_s=1.5`` for 0.5-2 s per call like a loaded local vLLM
+server. ``max_in_flight`` is the most POST requests the server was handling at once
+(what a test asserts instead of wall-clock time to check a client's concurrency).
+
+**Log-probabilities** (legacy completions format, what ``local-completions`` uses for
+log-likelihood requests): a ``/v1/completions`` request with ``logprobs=k`` gets, per
+choice, ``logprobs = {"tokens", "token_logprobs", "top_logprobs", "text_offset"}``.
+The generated tokens are the responder's text cut into tokens, at most ``max_tokens``
+of them (the text is then their concatenation); with ``echo=true`` the prompt's tokens
+come first and ``text`` starts with the prompt. Tokens:
+
+- a prompt given as token ids: one token per id, shown as ``"<id>"``;
+- text (prompt or generation): each word with the blanks before it (``" the"``).
+
+The log-prob of every token is :func:`scripted_logprob` ``(previous tokens, token)``
+(or the ``logprob_fn`` given): for token ids, ``-(1 + (3 * prev + token) % 10) / 10``
+with ``prev`` the id before it (0 for the first), so it depends on the context and
+lies in -0.1..-1.0; text tokens use the CRC-32 of their UTF-8 bytes as the id. As in
+OpenAI's and vLLM's replies, the first echoed token has ``None`` for its log-prob
+and its top log-probs. ``top_logprobs[i]`` holds up to ``k`` entries, most likely
+first: the token itself, and ``"<other>"`` carrying the rest of the probability
+(``log(1 - p)``); so the token is the greedy choice exactly when its probability is at
+least one half (log-prob >= log 0.5, i.e. -0.1..-0.6 with the default function).
+
+Two broken servers, with ``logprobs_fault``: ``"no_echo"`` ignores ``echo`` (log-probs
+and text of the generated tokens only), ``"no_generated"`` honours ``echo`` but
+generates no token (log-probs of the prompt only).
+
+**Faults** are drawn per POST request from a seeded RNG
 (``faults={"429": 0.1, "500": 0.1, "timeout": 0.05, "drop": 0.05, "garbage": 0.1}``),
 or forced for the first requests with ``fault_sequence=["429", None, ...]``:
 
@@ -23,23 +54,39 @@ or forced for the first requests with ``fault_sequence=["429", None, ...]``:
 - ``"drop"``: closes the connection without any response.
 - ``"garbage"``: status 200 with, chosen by the RNG, either ``"nonjson"`` or
   ``"noscore"``; these two can also be asked for directly:
-  ``"nonjson"`` is a body that is not JSON, ``"noscore"`` a well-formed
-  completion whose text is ``noscore_text`` (a reply with no score in it).
+  ``"nonjson"`` is a body that is not JSON (``text/plain``), ``"noscore"`` a
+  well-formed completion whose text is ``noscore_text`` (a reply with no score in it).
+- ``"badjson"``: status 200, ``Content-Type: application/json``, and the body
+  ``badjson_body`` (default: a chat completion cut off in the middle, as a proxy
+  that drops the connection mid-body would deliver; give e.g. ``b"null"``,
+  ``b"[]"`` or invalid UTF-8 for other malformed bodies).
 
 ``fail_status=401`` (any 4xx/5xx) makes every POST fail with that status.
+
+In its own process (benchmarks, so that its CPU time is not the client's):
+``python -m lm_eval_ext.testing.stub_openai --delay 0.5 --jitter 1.5`` prints the base URL and
+serves until its stdin closes.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import random
+import re
 import socket
 import threading
 import time
-from collections.abc import Callable
+import zlib
+from collections.abc import Callable, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-FAULT_KINDS = ("429", "500", "timeout", "drop", "garbage", "nonjson", "noscore")
+FAULT_KINDS = ("429", "500", "timeout", "drop", "garbage", "nonjson", "noscore", "badjson")
+LOGPROBS_FAULTS = ("no_echo", "no_generated")
+# A chat completion cut off mid-body: valid JSON up to the cut, then nothing.
+TRUNCATED_COMPLETION = b'{"id": "stub-cut", "object": "chat.completion", "choices": [{"index": 0, "message": {"role": "assi'
+_TEXT_TOKEN = re.compile(r"\s*\S+|\s+$")
+_HALF = math.log(0.5)
 
 
 def _count_tokens(text: str) -> int:
@@ -51,6 +98,35 @@ def _prompt_text(body: dict) -> str:
     if "messages" in body:
         return " ".join(str(m.get("content", "")) for m in body["messages"] if isinstance(m, dict))
     return str(body.get("prompt", ""))
+
+
+def _token_code(token: int | str) -> int:
+    return token if isinstance(token, int) else zlib.crc32(token.encode("utf-8"))
+
+
+def scripted_logprob(previous: Sequence[int | str], token: int | str) -> float:
+    """The stub's log-prob of ``token`` after ``previous``: ``-(1 + (3 * prev + token) % 10) / 10``.
+
+    ``prev`` is the token before (0 for the first); a text token counts as the CRC-32 of its
+    UTF-8 bytes. Deterministic, context-dependent, in -0.1..-1.0.
+    """
+    prev = _token_code(previous[-1]) if previous else 0
+    return -(1 + (3 * prev + _token_code(token)) % 10) / 10
+
+
+def _split_prompts(prompt) -> list:
+    """The prompts of a completions request: text, a list of texts, token ids, or a list of token-id lists."""
+    if isinstance(prompt, list) and prompt and all(isinstance(t, int) for t in prompt):
+        return [prompt]
+    return prompt if isinstance(prompt, list) else [prompt]
+
+
+def _tokens(prompt: str | list[int]) -> tuple[list[int | str], list[str]]:
+    """(token values for the log-prob function, token strings) of a text or a token-id list."""
+    if isinstance(prompt, list):
+        return list(prompt), [f"<{t}>" for t in prompt]
+    pieces = _TEXT_TOKEN.findall(str(prompt))
+    return list(pieces), list(pieces)
 
 
 class _Server(ThreadingHTTPServer):
@@ -68,6 +144,7 @@ class StubOpenAIServer:
             prompt, with ``prompt`` set to that single prompt. Default: ``text``.
         text: the fixed reply of the default responder.
         delay_s: seconds to wait before answering each POST request.
+        jitter_s: up to this many more seconds, drawn uniformly per POST request.
         faults: ``{kind: probability}``; kinds in :data:`FAULT_KINDS`, sum <= 1.
         fault_sequence: faults (or ``None`` for a normal answer) forced on the
             first POST requests, in arrival order, before ``faults`` applies.
@@ -77,7 +154,14 @@ class StubOpenAIServer:
         timeout_s: how long a ``"timeout"`` fault waits before answering.
         fail_status: if set, every POST request gets this status (e.g. 401).
         noscore_text: reply text of a ``"noscore"`` fault.
-        model: the model id listed by ``GET /v1/models``.
+        badjson_body: the body (bytes) of a ``"badjson"`` fault.
+        logprob_fn: ``callable(previous_tokens, token) -> float``, the log-prob of each
+            token in a completions reply with ``logprobs``; default :func:`scripted_logprob`.
+        logprobs_fault: ``None``, ``"no_echo"`` or ``"no_generated"`` (module docstring).
+        model: the model id of the replies (when the request names none) and, unless ``models`` is
+            given, the one model ``GET /v1/models`` lists.
+        models: the model ids ``GET /v1/models`` lists; ``()`` answers that route with 404, as a
+            server without a model list does.
 
     Attributes:
         base_url: ``"http://127.0.0.1:PORT/v1"`` (for ``openai.OpenAI(base_url=...)``).
@@ -87,6 +171,7 @@ class StubOpenAIServer:
             ``method``, ``path``, ``headers`` (lower-case names), ``body``
             (parsed JSON, or the raw text if not JSON) and ``fault``.
         call_count: number of requests received.
+        max_in_flight: the most POST requests handled at the same time so far.
     """
 
     def __init__(
@@ -95,6 +180,7 @@ class StubOpenAIServer:
         *,
         text: str = "stub reply",
         delay_s: float = 0.0,
+        jitter_s: float = 0.0,
         faults: dict[str, float] | None = None,
         fault_sequence: list[str | None] | None = None,
         seed: int = 0,
@@ -102,7 +188,11 @@ class StubOpenAIServer:
         timeout_s: float = 5.0,
         fail_status: int | None = None,
         noscore_text: str = "I am not able to grade this answer.",
+        badjson_body: bytes = TRUNCATED_COMPLETION,
+        logprob_fn: Callable[[Sequence[int | str], int | str], float] = scripted_logprob,
+        logprobs_fault: str | None = None,
         model: str = "stub",
+        models: Sequence[str] | None = None,
     ) -> None:
         faults = dict(faults or {})
         unknown = (set(faults) | {f for f in fault_sequence or [] if f is not None}) - set(FAULT_KINDS)
@@ -110,17 +200,27 @@ class StubOpenAIServer:
             raise ValueError(f"unknown fault kinds {sorted(unknown)}; known: {FAULT_KINDS}")
         if sum(faults.values()) > 1:
             raise ValueError(f"fault probabilities sum to more than 1: {faults}")
+        if logprobs_fault not in (None, *LOGPROBS_FAULTS):
+            raise ValueError(f"unknown logprobs_fault {logprobs_fault!r}; known: {LOGPROBS_FAULTS}")
         self.responder = responder or (lambda _request: text)
         self.delay_s = delay_s
+        self.jitter_s = jitter_s
         self.faults = faults
         self.fault_sequence = list(fault_sequence or [])
         self.retry_after = str(retry_after)
         self.timeout_s = timeout_s
         self.fail_status = fail_status
         self.noscore_text = noscore_text
+        self.badjson_body = bytes(badjson_body)
+        self.logprob_fn = logprob_fn
+        self.logprobs_fault = logprobs_fault
         self.model = model
+        self.models = (model,) if models is None else tuple(models)
         self.requests: list[dict] = []
+        self.max_in_flight = 0
+        self._in_flight = 0
         self._rng = random.Random(seed)
+        self._jitter_rng = random.Random(seed)
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._connections: set[socket.socket] = set()
@@ -186,10 +286,12 @@ class StubOpenAIServer:
     # -- request handling --------------------------------------------------
 
     def _record(self, method: str, path: str, headers, body) -> dict:
-        """Store the request and pick its fault (under the lock, so the RNG sequence is reproducible)."""
-        entry = {"method": method, "path": path, "headers": {k.lower(): v for k, v in headers.items()}, "body": body, "fault": None}
+        """Store the request and pick its fault and delay (under the lock, so the RNG sequences are reproducible)."""
+        entry = {"method": method, "path": path, "headers": {k.lower(): v for k, v in headers.items()}, "body": body,
+                 "fault": None, "delay": 0.0}
         with self._lock:
             if method == "POST":
+                entry["delay"] = self.delay_s + (self._jitter_rng.uniform(0, self.jitter_s) if self.jitter_s else 0.0)
                 if self._posts < len(self.fault_sequence):
                     entry["fault"] = self.fault_sequence[self._posts]
                 elif self.faults:
@@ -205,6 +307,41 @@ class StubOpenAIServer:
             self.requests.append(entry)
         return entry
 
+    def _logprobs(self, prompt: str | list[int], generated: str, body: dict) -> tuple[str, dict | None]:
+        """The choice text and ``logprobs`` object of one prompt (module docstring: tokens, values, faults)."""
+        top_k = body.get("logprobs")
+        echo = bool(body.get("echo")) and self.logprobs_fault != "no_echo"
+        gen_values, gen_strings = _tokens(generated)
+        max_tokens = body.get("max_tokens")
+        if isinstance(max_tokens, int):
+            gen_values, gen_strings = gen_values[:max_tokens], gen_strings[:max_tokens]
+        if self.logprobs_fault == "no_generated":
+            gen_values, gen_strings = [], []
+        generated = "".join(gen_strings) if top_k is not None else generated
+        values, strings, text = gen_values, gen_strings, generated
+        if echo:
+            prompt_values, prompt_strings = _tokens(prompt)
+            values, strings = prompt_values + gen_values, prompt_strings + gen_strings
+            text = "".join(prompt_strings) + generated
+        if top_k is None:
+            return text, None
+        token_logprobs, top_logprobs, offsets, offset = [], [], [], 0
+        for i, (value, string) in enumerate(zip(values, strings)):
+            offsets.append(offset)
+            offset += len(string)
+            if echo and i == 0:  # nothing to condition the first prompt token on
+                token_logprobs.append(None)
+                top_logprobs.append(None)
+                continue
+            logprob = float(self.logprob_fn(values[:i], value))
+            p = math.exp(logprob)
+            ranked = [(string, logprob), ("<other>", math.log1p(-p) if p < 1 else -math.inf)]
+            ranked.sort(key=lambda entry: -entry[1])
+            token_logprobs.append(logprob)
+            top_logprobs.append(dict(ranked[:max(1, int(top_k))]))
+        return text, {"tokens": strings, "token_logprobs": token_logprobs, "top_logprobs": top_logprobs,
+                      "text_offset": offsets}
+
     def _completion(self, path: str, body: dict, text_for: Callable[[dict], str]) -> dict:
         """An OpenAI-shaped response for ``body`` (chat or text completion)."""
         n = int(body.get("n") or 1)
@@ -217,11 +354,16 @@ class StubOpenAIServer:
             ]
             kind, prompt_tokens = "chat.completion", _count_tokens(_prompt_text(body))
         else:
-            prompts = body.get("prompt", "")
-            prompts = prompts if isinstance(prompts, list) else [prompts]
-            texts = [text_for({**body, "prompt": p}) for p in prompts for _ in range(n)]
-            choices = [{"index": i, "text": t, "finish_reason": "stop", "logprobs": None} for i, t in enumerate(texts)]
-            kind, prompt_tokens = "text_completion", sum(_count_tokens(p) for p in prompts)
+            prompts = _split_prompts(body.get("prompt", ""))
+            choices, texts = [], []
+            for prompt in prompts:
+                for _ in range(n):
+                    generated = text_for({**body, "prompt": prompt})
+                    text, logprobs = self._logprobs(prompt, generated, body)
+                    texts.append(text)
+                    choices.append({"index": len(choices), "text": text, "finish_reason": "stop", "logprobs": logprobs})
+            kind = "text_completion"
+            prompt_tokens = sum(len(p) if isinstance(p, list) else _count_tokens(p) for p in prompts)
         completion_tokens = sum(_count_tokens(t) for t in texts)
         return {
             "id": f"stub-{created}-{self.call_count}",
@@ -262,11 +404,12 @@ class StubOpenAIServer:
             def log_message(self, *args):  # keep test output clean
                 pass
 
-            def _send_json(self, status: int, payload, headers: dict | None = None, raw: bytes | None = None):
+            def _send_json(self, status: int, payload, headers: dict | None = None, raw: bytes | None = None,
+                           content_type: str | None = None):
                 data = raw if raw is not None else json.dumps(payload).encode()
                 try:
                     self.send_response(status)
-                    self.send_header("Content-Type", "application/json" if raw is None else "text/plain")
+                    self.send_header("Content-Type", content_type or ("application/json" if raw is None else "text/plain"))
                     self.send_header("Content-Length", str(len(data)))
                     for key, value in (headers or {}).items():
                         self.send_header(key, value)
@@ -281,13 +424,23 @@ class StubOpenAIServer:
 
             def do_GET(self):
                 stub._record("GET", self.path, self.headers, None)
-                if self.path.rstrip("/") == "/v1/models":
-                    model = {"id": stub.model, "object": "model", "created": 0, "owned_by": "stub"}
-                    self._send_json(200, {"object": "list", "data": [model]})
+                if self.path.rstrip("/") == "/v1/models" and stub.models:
+                    listed = [{"id": m, "object": "model", "created": 0, "owned_by": "stub"} for m in stub.models]
+                    self._send_json(200, {"object": "list", "data": listed})
                 else:
                     self._error(404, f"no route GET {self.path}", "not_found")
 
             def do_POST(self):
+                with stub._lock:
+                    stub._in_flight += 1
+                    stub.max_in_flight = max(stub.max_in_flight, stub._in_flight)
+                try:
+                    self._post()
+                finally:
+                    with stub._lock:
+                        stub._in_flight -= 1
+
+            def _post(self):
                 raw = self.rfile.read(int(self.headers.get("Content-Length") or 0)).decode("utf-8", "replace")
                 try:
                     body = json.loads(raw)
@@ -299,7 +452,7 @@ class StubOpenAIServer:
                     return self._error(404, f"no route POST {self.path}", "not_found")
                 if not isinstance(body, dict):
                     return self._error(400, "request body is not a JSON object", "invalid_request_error")
-                if stub.delay_s and stub._stopping.wait(stub.delay_s):
+                if entry["delay"] and stub._stopping.wait(entry["delay"]):
                     return
                 if stub.fail_status:
                     return self._error(stub.fail_status, f"stub configured to fail with {stub.fail_status}", "stub_error")
@@ -314,6 +467,8 @@ class StubOpenAIServer:
                     return
                 if fault == "nonjson":
                     return self._send_json(200, None, raw=b"<html>upstream proxy error: not JSON</html>")
+                if fault == "badjson":
+                    return self._send_json(200, None, raw=stub.badjson_body, content_type="application/json")
                 if fault == "timeout" and stub._stopping.wait(stub.timeout_s):
                     return
                 text_for = (lambda _b: stub.noscore_text) if fault == "noscore" else stub.responder
@@ -324,3 +479,28 @@ class StubOpenAIServer:
                 self._send_json(200, payload)
 
         return Handler
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m lm_eval_ext.testing.stub_openai [--delay S] [--jitter S] [--text T]``: serve until stdin closes.
+
+    Prints the base URL on the first line of stdout. Benchmarks run the stub in its own process
+    this way, so that its CPU time is not counted as the client's.
+    """
+    import argparse
+    import sys
+
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("--delay", type=float, default=0.0, help="seconds before each reply (delay_s)")
+    parser.add_argument("--jitter", type=float, default=0.0, help="up to this many more seconds (jitter_s)")
+    parser.add_argument("--text", default="stub reply", help="the reply text")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    with StubOpenAIServer(text=args.text, delay_s=args.delay, jitter_s=args.jitter, seed=args.seed) as srv:
+        print(srv.base_url, flush=True)
+        sys.stdin.read()  # until the parent closes the pipe
+        print(f"calls {srv.call_count} max_in_flight {srv.max_in_flight}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

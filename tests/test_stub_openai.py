@@ -1,0 +1,138 @@
+"""The stub OpenAI server's options that other tests rely on: jitter, in-flight count, malformed JSON,
+prompt log-probs in the legacy completions format (and two broken servers), end to end through the
+harness's ``local-completions`` model."""
+from __future__ import annotations
+
+import concurrent.futures
+import math
+
+import pytest
+import requests
+
+from lm_eval_ext.testing.stub_openai import TRUNCATED_COMPLETION, StubOpenAIServer, scripted_logprob
+
+
+def _post(url: str, body: dict) -> requests.Response:
+    return requests.post(url, json=body, timeout=10)
+
+
+def test_badjson_is_a_200_json_reply_whose_body_is_not_json():
+    with StubOpenAIServer(fault_sequence=["badjson", "badjson", None], badjson_body=b"[]") as srv:
+        first = _post(srv.chat_url, {"messages": []})
+        assert first.status_code == 200 and first.headers["content-type"] == "application/json"
+        assert first.content == b"[]"
+    with StubOpenAIServer(fault_sequence=["badjson"]) as srv:
+        cut = _post(srv.chat_url, {"messages": []})
+        assert cut.content == TRUNCATED_COMPLETION and cut.headers["content-type"] == "application/json"
+        with pytest.raises(ValueError):
+            cut.json()
+        assert _post(srv.chat_url, {"messages": []}).json()["choices"][0]["message"]["content"] == "stub reply"
+
+
+def test_jitter_is_seeded_bounded_and_leaves_the_fault_draws_alone():
+    def run(jitter, seed=5):
+        with StubOpenAIServer(delay_s=0.01, jitter_s=jitter, faults={"500": 0.5}, seed=seed) as srv:
+            for _ in range(12):
+                _post(srv.completions_url, {"prompt": "x"})
+            return [r["delay"] for r in srv.requests], [r["fault"] for r in srv.requests]
+
+    delays, faults = run(0.02)
+    assert all(0.01 <= d <= 0.03 for d in delays) and len(set(delays)) == 12
+    assert run(0.02) == (delays, faults)  # the same seed gives the same delays
+    assert run(0.0)[1] == faults and set(run(0.0)[0]) == {0.01}  # jitter changes no fault
+    assert run(0.02, seed=6)[0] != delays
+
+
+def test_max_in_flight_counts_requests_handled_at_once():
+    with StubOpenAIServer(delay_s=1.0) as srv:  # long enough for the 6 requests to overlap on a busy machine
+        with concurrent.futures.ThreadPoolExecutor(6) as pool:
+            list(pool.map(lambda _: _post(srv.completions_url, {"prompt": "x"}), range(6)))
+        assert srv.max_in_flight == 6 and srv.call_count == 6
+    with StubOpenAIServer(delay_s=0.01) as srv:
+        for _ in range(4):
+            _post(srv.completions_url, {"prompt": "x"})
+        assert srv.max_in_flight == 1
+
+
+def test_echo_logprobs_of_token_ids_in_the_legacy_format():
+    body = {"model": "m", "prompt": [[5, 7, 9], [4]], "max_tokens": 1, "logprobs": 1, "echo": True, "temperature": 0}
+    with StubOpenAIServer(text="yes no") as srv:
+        reply = _post(srv.completions_url, body).json()
+    first, second = reply["choices"]
+    assert (first["index"], second["index"]) == (0, 1)
+    # <7> after <5>: -(1 + (15 + 7) % 10) / 10 = -0.3; <9> after <7>: (21 + 9) % 10 = 0 -> -0.1;
+    # the generated "yes" (one token: max_tokens=1) after <9>: its CRC-32 stands for the id
+    yes = -(1 + (27 + 1978086825) % 10) / 10  # zlib.crc32(b"yes") == 1978086825
+    assert yes == scripted_logprob([5, 7, 9], "yes") == -0.3
+    assert first["text"] == "<5><7><9>yes"
+    assert first["logprobs"] == {
+        "tokens": ["<5>", "<7>", "<9>", "yes"],
+        "token_logprobs": [None, -0.3, -0.1, -0.3],
+        "top_logprobs": [None, {"<7>": -0.3}, {"<9>": -0.1}, {"yes": -0.3}],  # each p >= 1/2: greedy
+        "text_offset": [0, 3, 6, 9],
+    }
+    assert second["logprobs"]["tokens"] == ["<4>", "yes"] and second["logprobs"]["token_logprobs"][0] is None
+
+
+def test_text_prompt_without_echo_and_the_two_broken_servers():
+    body = {"prompt": "the dog", "max_tokens": 5, "logprobs": 2}
+    with StubOpenAIServer(text="runs far") as srv:
+        plain = _post(srv.completions_url, body).json()["choices"][0]
+        echoed = _post(srv.completions_url, {**body, "echo": True}).json()["choices"][0]
+    assert plain["text"] == "runs far" and plain["logprobs"]["tokens"] == ["runs", " far"]
+    assert plain["logprobs"]["token_logprobs"] == [scripted_logprob([], "runs"), scripted_logprob(["runs"], " far")]
+    assert echoed["text"] == "the dogruns far"
+    assert echoed["logprobs"]["tokens"] == ["the", " dog", "runs", " far"]
+    assert echoed["logprobs"]["text_offset"] == [0, 3, 7, 11]
+    # " dog" after "the": -0.8, p < 1/2, so "<other>" (the remaining probability) ranks first
+    assert scripted_logprob(["the"], " dog") == -0.8
+    assert echoed["logprobs"]["top_logprobs"][1] == {"<other>": math.log1p(-math.exp(-0.8)), " dog": -0.8}
+    assert all(len(top) == 2 for top in echoed["logprobs"]["top_logprobs"][1:])
+    with StubOpenAIServer(text="runs far", logprobs_fault="no_echo") as srv:
+        assert _post(srv.completions_url, {**body, "echo": True}).json()["choices"][0] == plain
+    with StubOpenAIServer(text="runs far", logprobs_fault="no_generated") as srv:
+        broken = _post(srv.completions_url, {**body, "echo": True}).json()["choices"][0]
+    assert broken["text"] == "the dog" and broken["logprobs"]["tokens"] == ["the", " dog"]
+    with pytest.raises(ValueError, match="unknown logprobs_fault"):
+        StubOpenAIServer(logprobs_fault="wrong")
+
+
+def _harness_loglikelihood(srv: StubOpenAIServer, tokenizer_dir, pairs):
+    from lm_eval.api.instance import Instance
+    from lm_eval.models.openai_completions import LocalCompletionsAPI
+
+    lm = LocalCompletionsAPI(base_url=srv.completions_url, model="stub", tokenizer_backend="huggingface",
+                             tokenizer=str(tokenizer_dir), max_retries=1, batch_size=2)
+    requests_ = [Instance("loglikelihood", {}, pair, i) for i, pair in enumerate(pairs)]
+    return lm, lm.loglikelihood(requests_, disable_tqdm=True)
+
+
+def test_local_completions_loglikelihood_end_to_end(tiny_model_dir):
+    """The harness's `local-completions` model reads the stub's prompt log-probs: the sum over the
+    continuation's tokens, each conditioned on every token before it; the two broken servers give
+    numbers that are silently wrong (which is what a client must detect)."""
+    pairs = [("The dog saw the cat.", " It ran away."), ("The dogs saw the cat.", " They ran away.")]
+    with StubOpenAIServer(text="x") as srv:
+        lm, results = _harness_loglikelihood(srv, tiny_model_dir, pairs)
+        bodies = [r["body"] for r in srv.requests]
+    assert all(b["echo"] is True and b["logprobs"] == 1 and b["max_tokens"] == 1 for b in bodies)
+    expected = []
+    for context, continuation in pairs:
+        ctx, cont = lm.tok_encode(context), lm.tok_encode(continuation)
+        tokens = ctx + cont
+        logprobs = [scripted_logprob(tokens[:i], tokens[i]) for i in range(len(ctx), len(tokens))]
+        expected.append((pytest.approx(sum(logprobs), abs=1e-12), all(lp >= math.log(0.5) for lp in logprobs)))
+    assert [(ll, greedy) for ll, greedy in results] == expected
+    assert expected[0][0] != expected[1][0]
+
+    with StubOpenAIServer(text="x", logprobs_fault="no_echo") as srv:
+        _, no_echo = _harness_loglikelihood(srv, tiny_model_dir, pairs)
+    assert [ll for ll, _ in no_echo] == [0, 0]  # the harness sums an empty slice
+    with StubOpenAIServer(text="x", logprobs_fault="no_generated") as srv:
+        _, short = _harness_loglikelihood(srv, tiny_model_dir, pairs)
+    for (context, continuation), (ll, _) in zip(pairs, short):
+        ctx, cont = lm.tok_encode(context), lm.tok_encode(continuation)
+        tokens = ctx + cont
+        # the continuation's last token is dropped (the harness cuts the "generated" one)
+        assert ll == pytest.approx(sum(scripted_logprob(tokens[:i], tokens[i])
+                                       for i in range(len(ctx), len(tokens) - 1)), abs=1e-12)
