@@ -93,6 +93,7 @@ setup(
             "ext-replay=lm_eval_ext.models.replay:ReplayLM",  # lm-eval-ext resume
             "ext-loglik-table=lm_eval_ext.models.scripted:LoglikTableLM",  # test doubles (docs/testing.md)
             "ext-canned-gen=lm_eval_ext.models.scripted:CannedGenLM",
+            "ext-scripted-dist=lm_eval_ext.models.distributed:ScriptedDistributedLM",
         ],
     },
 )

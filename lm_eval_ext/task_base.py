@@ -18,12 +18,26 @@ this class adds:
   gets the task's :class:`RunContext` (task name, ``--metadata``, the run's seed) when the
   task applies its ``filter_list``; used outside an ``ExtTask`` it refuses to run.
 - ``--predict_only``: every task only keeps the raw answers (no execution, no judge).
+- **Several processes** (``accelerate launch`` / ``torchrun`` data parallelism): the harness
+  gives each process a share of the documents (:meth:`rank_documents`; a subclass may keep
+  groups together) and at the end gathers each metric from every process under the names
+  process 0 reports: a metric missing on process 0 is dropped, one missing elsewhere stops the
+  run (``lm_eval.evaluator.evaluate``, checked on lm-eval 0.4.13). Subset metrics,
+  and documents that report no accuracy (a skipped prompt), make the names differ between
+  processes. So after the filters ran, the processes exchange the names their documents report
+  (``torch.distributed``), and a process lacking one receives a scored document that reports it
+  from a process that has several (:func:`plan_moves`): the document's requests, responses and
+  metric values move (its values are those computed where it was generated). Every metric then
+  has the values of every document, as in one process (summed in another order). A metric
+  reported by fewer documents than there are processes cannot reach each of them: the run
+  stops with an error that says so.
 - **Answers saved before scoring** (:mod:`lm_eval_ext.answers`): the raw responses are written
   to disk before the filters run, so a scoring stage that fails or is killed loses nothing
   (``lm-eval-ext resume``).
 """
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -75,9 +89,18 @@ class ExtTask(ConfigurableTask):
         # each metric name up in its registry and in Hugging Face `evaluate`.
         config.setdefault("process_results", f"{type(self).__module__}.{type(self).__qualname__}.process_results")
         self._run_seed: int | None = None
-        self._rank, self._world_size = 0, 1
+        self._rank, self._world_size = 0, 1  # of the run, from build_all_requests
+        self._reported: list | None = None  # this process's documents once they are scored (several processes)
+        self._moved: dict[int, tuple[list[Instance], dict]] = {}  # documents scored by another process
         super().__init__(config=config, **kwargs)
         install_request_types()
+        if self.conversation:
+            # With several processes the harness pads the request type named by OUTPUT_TYPE with copies of a
+            # process's last request, so that processes make as many model calls: padded as generate_until,
+            # another task's generations would be repeated. Conversation copies cost no call (each turn is
+            # generated once). Only the evaluator's padding reads OUTPUT_TYPE of a task whose
+            # construct_requests makes conversation requests (checked on lm-eval 0.4.13).
+            self.OUTPUT_TYPE = CONVERSATION
 
     # -- metrics ------------------------------------------------------------------------------
 
@@ -90,6 +113,11 @@ class ExtTask(ConfigurableTask):
         """``bypass`` under ``--predict_only`` (the answers are only kept), else :meth:`document_metrics`."""
         if self.predict_only:
             return {BYPASS: None}
+        if id(doc) in self._moved:  # scored where it was generated (several processes)
+            instances, scores = self._moved[id(doc)]
+            for key, metrics in scores.items():
+                if all(r is i.filtered_resps[key] for r, i in zip(results, instances, strict=True)):
+                    return metrics
         return self.document_metrics(doc, results)
 
     def document_metrics(self, doc: dict, results: list) -> dict:
@@ -122,7 +150,8 @@ class ExtTask(ConfigurableTask):
 
     def build_all_requests(self, **kwargs) -> None:
         """Build the requests as the harness does, then let the subclass review them."""
-        self._rank, self._world_size = kwargs.get("rank", 0), kwargs.get("world_size", 1)
+        self._rank, self._world_size = int(kwargs.get("rank", 0)), int(kwargs.get("world_size", 1))
+        self._reported, self._moved = None, {}
         super().build_all_requests(**kwargs)
         self.review_requests(self.instances, chat_template=kwargs.get("chat_template")
                              if kwargs.get("apply_chat_template") else None,
@@ -171,6 +200,8 @@ class ExtTask(ConfigurableTask):
         answers.save(self.answers_dir(), self.config.task, self.instances, self._rank, self._world_size)
         for ensemble in self._filter_ensembles():
             ensemble.apply(self.instances)
+        if self._world_size > 1:
+            self._report_every_metric()
         return self.instances
 
     def _filter_ensembles(self) -> list:
@@ -188,3 +219,98 @@ class ExtTask(ConfigurableTask):
                 components.append([function, kwargs])
             ensembles.append(build_filter_ensemble(entry["name"], components))
         return ensembles
+
+    # -- several processes (module docstring) --------------------------------------------------
+
+    def doc_iterator(self, *, rank: int = 0, limit: int | None = None, world_size: int = 1, samples=None):
+        """The documents this process generates (:meth:`rank_documents`) or, once a multi-process run
+        has scored them, the documents whose metrics it reports."""
+        if self._reported is not None:
+            return iter(self._reported)
+        return self.rank_documents(rank=rank, limit=limit, world_size=world_size, samples=samples)
+
+    def rank_documents(self, *, rank: int = 0, limit: int | None = None, world_size: int = 1, samples=None):
+        """The ``(doc_id, doc)`` process ``rank`` of ``world_size`` generates: the harness's split by default."""
+        return super().doc_iterator(rank=rank, limit=limit, world_size=world_size, samples=samples)
+
+    def _report_every_metric(self) -> None:
+        """Exchange metric names between processes and move scored documents so that each reports every one."""
+        import torch.distributed as dist
+
+        rank, world_size = self._rank, self._world_size
+        if not (dist.is_available() and dist.is_initialized()):
+            raise UserError(f"{self.config.task}: the harness runs {world_size} processes but torch.distributed is not "
+                            "initialized, so they cannot exchange their metrics. Launch with `accelerate launch` or "
+                            "`torchrun` and a model that joins their process group (e.g. --model hf on GPUs).")
+        by_doc: dict[int, list[Instance]] = defaultdict(list)
+        for instance in self.instances:
+            by_doc[instance.doc_id].append(instance)
+        scores = {}
+        for doc_id, instances in by_doc.items():
+            instances.sort(key=lambda instance: instance.idx)
+            scores[doc_id] = {key: self.process_results(instances[0].doc, [i.filtered_resps[key] for i in instances])
+                              for key in instances[0].filtered_resps}
+        names = [None] * world_size
+        dist.all_gather_object(names, {doc_id: sorted((metric, key) for key, metrics in by_key.items() for metric in metrics)
+                                       for doc_id, by_key in scores.items()})
+        try:
+            moves = plan_moves(names)
+        except UnreportableMetric as err:
+            raise UserError(
+                f"{self.config.task}: the metric {err.metric!r} is reported by {err.documents} document(s), which "
+                f"cannot be shared among {world_size} processes so that each reports it (the harness gathers a metric "
+                f"only when every process reports it). Run this task with at most {err.documents} processes, or "
+                "select more documents (--limit/--samples).") from None
+        if moves:
+            outgoing = [(dst, by_doc[doc_id], scores[doc_id]) for doc_id, (src, dst) in moves.items() if src == rank]
+            arrived = [None] * world_size
+            dist.all_gather_object(arrived, outgoing)
+            self._instances = [i for i in self._instances if moves.get(i.doc_id, (rank, rank))[1] == rank]
+            for dst, instances, by_key in (item for items in arrived for item in items):
+                if dst == rank:
+                    self._instances.extend(instances)
+                    self._moved[id(instances[0].doc)] = (instances, by_key)
+        docs = {instance.doc_id: instance.doc for instance in self._instances}
+        self._reported = sorted(docs.items(), key=lambda item: item[0])
+
+
+class UnreportableMetric(Exception):
+    """A metric some documents report that cannot be given to every process."""
+
+    def __init__(self, metric: str, documents: int) -> None:
+        super().__init__(metric)
+        self.metric, self.documents = metric, documents
+
+
+def plan_moves(reported: list[dict[int, list]]) -> dict[int, tuple[int, int]]:
+    """Which scored documents must change process so that every process reports every metric.
+
+    ``reported[r]`` maps each document of process ``r`` to the metric names it reports. Returns
+    ``{doc_id: (from, to)}``: for each process lacking a name, a document reporting it is taken
+    from the process with the most such documents that keeps all its names without it. The same
+    on every process (it depends only on ``reported``). Raises :class:`UnreportableMetric`.
+    """
+    held = [{doc_id: frozenset(map(tuple, names)) for doc_id, names in docs.items()} for docs in reported]
+
+    def names_of(r: int) -> set:
+        return set().union(*held[r].values())
+
+    def can_give(s: int, doc_id: int) -> bool:
+        others = set().union(*(names for d, names in held[s].items() if d != doc_id))
+        return held[s][doc_id] <= others
+
+    everything = set().union(*(names_of(r) for r in range(len(held))))
+    moves: dict[int, tuple[int, int]] = {}
+    for r in range(len(held)):
+        for name in sorted(everything - names_of(r)):
+            if name in names_of(r):
+                continue  # an earlier move brought it
+            donors = sorted((-sum(name in names for names in held[s].values()), s, doc_id)
+                            for s in range(len(held)) if s != r for doc_id in held[s]
+                            if name in held[s][doc_id] and can_give(s, doc_id))
+            if not donors:
+                raise UnreportableMetric(name[0], sum(name in names for docs in held for names in docs.values()))
+            _, s, doc_id = donors[0]
+            held[r][doc_id] = held[s].pop(doc_id)
+            moves[doc_id] = (moves.get(doc_id, (s, r))[0], r)
+    return {doc_id: (src, dst) for doc_id, (src, dst) in moves.items() if src != dst}

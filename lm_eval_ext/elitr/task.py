@@ -107,13 +107,18 @@ class ElitrTask(JudgedTask):
 
     # -- documents on ranks -------------------------------------------------------------------
 
-    def doc_iterator(self, *, rank: int = 0, limit: int | None = None, world_size: int = 1, samples=None):
-        """The documents of this rank: multi-turn splits by meeting (a conversation stays on one rank)."""
+    def rank_documents(self, *, rank: int = 0, limit: int | None = None, world_size: int = 1, samples=None):
+        """The documents this rank generates: multi-turn splits by meeting (a conversation stays on one rank)."""
         if self.mode == "st" or world_size == 1:
-            return super().doc_iterator(rank=rank, limit=limit, world_size=world_size, samples=samples)
+            return super().rank_documents(rank=rank, limit=limit, world_size=world_size, samples=samples)
         # the same documents as one process would take (limit / samples), whole meetings per rank
-        chosen = list(super().doc_iterator(rank=0, limit=limit, world_size=1, samples=samples))
+        chosen = list(super().rank_documents(rank=0, limit=limit, world_size=1, samples=samples))
         meetings = list(dict.fromkeys(doc["meeting"] for _, doc in chosen))
+        if len(meetings) < world_size:
+            raise ElitrOptionError(
+                f"{self.config.task}: the selected questions come from {len(meetings)} meeting(s), which cannot be "
+                f"shared among {world_size} processes: each process takes whole meetings, so that a conversation is "
+                f"never split. Run it with at most {len(meetings)} processes, or select more meetings.")
         mine = set(meetings[rank::world_size])
         return iter([(doc_id, doc) for doc_id, doc in chosen if doc["meeting"] in mine])
 
