@@ -89,8 +89,9 @@ setup(
         "console_scripts": ["lm-eval-ext=lm_eval_ext.cli:main"],
         # Read by harness releases with entry-point plugins (then the start-up hook steps aside).
         "lm_eval.tasks": ["lm_eval_ext=lm_eval_ext.tasks"],
-        "lm_eval.models": [  # test doubles (docs/testing.md), imported only when asked for by name
-            "ext-loglik-table=lm_eval_ext.models.scripted:LoglikTableLM",
+        "lm_eval.models": [  # imported only when a run asks for one by name
+            "ext-replay=lm_eval_ext.models.replay:ReplayLM",  # lm-eval-ext resume
+            "ext-loglik-table=lm_eval_ext.models.scripted:LoglikTableLM",  # test doubles (docs/testing.md)
             "ext-canned-gen=lm_eval_ext.models.scripted:CannedGenLM",
         ],
     },

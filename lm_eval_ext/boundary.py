@@ -26,6 +26,7 @@ import importlib
 import importlib.metadata
 import logging
 from pathlib import Path
+from typing import NamedTuple
 
 log = logging.getLogger(__name__)
 
@@ -203,12 +204,17 @@ def parse_run_args(argv: list[str]):
     return HarnessCLI()._parser.parse_args(["run", *argv])
 
 
-def task_index(include_path=None, include_defaults: bool = True) -> dict:
-    """name -> (kind, children, tags) of every task, group and tag a TaskManager would see.
+class IndexEntry(NamedTuple):
+    """One name of the harness's task index: ``kind`` (task, group or tag), the names it stands for (a
+    group's tasks and groups, a tag's tasks) and, for a task, its YAML config (functions unresolved)."""
 
-    kind is ``task``, ``group`` or ``tag``; children are a group's task and group names; tags the
-    tag's member tasks.
-    """
+    kind: str
+    members: tuple[str, ...] = ()
+    config: dict | None = None
+
+
+def task_index(include_path=None, include_defaults: bool = True) -> dict[str, IndexEntry]:
+    """Every task, group and tag a TaskManager with these arguments would see."""
     from lm_eval.tasks import TaskManager
     from lm_eval.tasks._index import Kind
 
@@ -220,11 +226,11 @@ def task_index(include_path=None, include_defaults: bool = True) -> dict:
         if entry.kind is Kind.GROUP:
             children = [c if isinstance(c, str) else c.get("task") or c.get("group")
                         for c in (entry.cfg or {}).get("task", [])]
-            index[name] = ("group", [c for c in children if c], ())
+            index[name] = IndexEntry("group", tuple(c for c in children if c))
         elif entry.kind is Kind.TAG:
-            index[name] = ("tag", sorted(entry.tags), ())
+            index[name] = IndexEntry("tag", tuple(sorted(entry.tags)))
         else:
-            index[name] = ("task", [], tuple(sorted(entry.tags)))
+            index[name] = IndexEntry("task", (), entry.cfg or {})
     return index
 
 

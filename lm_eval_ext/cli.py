@@ -1,4 +1,4 @@
-"""The ``lm-eval-ext`` command line: run, tasks-dir, data."""
+"""The ``lm-eval-ext`` command line: run, check, resume, and the tools of the data, judge, reports and benchmarks."""
 from __future__ import annotations
 
 import argparse
@@ -24,25 +24,34 @@ def _parser() -> argparse.ArgumentParser:
         epilog=textwrap.dedent(
             """\
             examples:
-              lm-eval-ext run --model hf --model_args pretrained=gpt2 --tasks lieder_base --output_path out --log_samples
-              lm_eval run --include_path "$(lm-eval-ext tasks-dir)" --model hf --model_args pretrained=gpt2 --tasks lieder
+              lm_eval run --model hf --model_args pretrained=gpt2 --tasks lieder --output_path out --log_samples
+              lm-eval-ext run --model hf --model_args pretrained=gpt2 --tasks elitr_bench --output_path out --log_samples
+              lm-eval-ext check --tasks elitr_bench --judge-model gpt-4o
+              lm-eval-ext resume ~/.cache/lm_eval_ext/answers/20261123-101500-4242
               lm-eval-ext data fetch lieder
               lm-eval-ext data where lieder stimuli/base/base_stimuli.jsonl
               lm-eval-ext report out -o report
               lm-eval-ext export --format leaderboard out -o records
               lm-eval-ext leaderboard build records -o site
 
-            `lm-eval-ext run --help` lists every flag of `lm_eval run`; all of them keep their meaning.
+            The plain `lm_eval` command runs every plugin task. `lm-eval-ext run` takes the same flags
+            (`lm-eval-ext run --help` lists them) and adds checks before the model is loaded and after the
+            results are written (docs/index.md).
             """
         ),
     )
     parser.add_argument("--version", action="version", version=f"lm-eval-ext {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    sub.add_parser(
-        "run",
-        add_help=False,
-        help="run the harness (`lm_eval run` flags) with the plugin's tasks and models",
-    )
+    sub.add_parser("run", add_help=False,
+                   help="`lm_eval run`, checked first (names, flags, output path, data, judge) and after (results)")
+    sub.add_parser("check", add_help=False,
+                   help="the checks of `run` alone (the same flags, plus the judge's --judge-* flags)")
+    resume = sub.add_parser("resume", help="score a run's saved answers again and write its results",
+                            description="Score the answers a run saved before scoring (the run's log names the "
+                            "directory) and write the run's results; flags after DIR replace the saved command's.")
+    resume.add_argument("folder", metavar="DIR", help="the run's saved answers")
+    resume.add_argument("flags", nargs=argparse.REMAINDER, help="`lm_eval run` flags that replace the run's own")
+    resume.set_defaults(func=lambda args: _resume(args.folder, args.flags))
     tasks = sub.add_parser("tasks-dir", help="print the directory holding the plugin's task YAMLs (for --include_path)")
     tasks.set_defaults(func=_print_tasks_dir)
     add_data_parser(sub)
@@ -79,6 +88,12 @@ def _generate_stimuli(args) -> int:
     return 0
 
 
+def _resume(folder: str, flags: list[str]) -> int:
+    from .commands.resume import main as resume_main
+
+    return resume_main(folder, flags)
+
+
 def _print_tasks_dir(_args) -> int:
     from .paths import tasks_dir
 
@@ -94,6 +109,10 @@ def main(argv: list[str] | None = None) -> None:
             from .commands.run import main as run_main
 
             code = run_main(argv[1:])
+        elif argv[:1] == ["check"] and argv[1:2] != ["--help"]:
+            from .commands.check import main as check_main
+
+            code = check_main(argv[1:])
         else:
             parser = _parser()
             args = parser.parse_args(argv)

@@ -18,17 +18,22 @@ this class adds:
   gets the task's :class:`RunContext` (task name, ``--metadata``, the run's seed) when the
   task applies its ``filter_list``; used outside an ``ExtTask`` it refuses to run.
 - ``--predict_only``: every task only keeps the raw answers (no execution, no judge).
+- **Answers saved before scoring** (:mod:`lm_eval_ext.answers`): the raw responses are written
+  to disk before the filters run, so a scoring stage that fails or is killed loses nothing
+  (``lm-eval-ext resume``).
 """
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from lm_eval.api.filter import Filter
 from lm_eval.api.instance import Instance
 from lm_eval.api.task import ConfigurableTask
 from lm_eval.filters import build_filter_ensemble
 
+from . import answers
 from .boundary import CONVERSATION, WITHHELD, install_request_types
 from .errors import UserError
 
@@ -70,6 +75,7 @@ class ExtTask(ConfigurableTask):
         # each metric name up in its registry and in Hugging Face `evaluate`.
         config.setdefault("process_results", f"{type(self).__module__}.{type(self).__qualname__}.process_results")
         self._run_seed: int | None = None
+        self._rank, self._world_size = 0, 1
         super().__init__(config=config, **kwargs)
         install_request_types()
 
@@ -116,6 +122,7 @@ class ExtTask(ConfigurableTask):
 
     def build_all_requests(self, **kwargs) -> None:
         """Build the requests as the harness does, then let the subclass review them."""
+        self._rank, self._world_size = kwargs.get("rank", 0), kwargs.get("world_size", 1)
         super().build_all_requests(**kwargs)
         self.review_requests(self.instances, chat_template=kwargs.get("chat_template")
                              if kwargs.get("apply_chat_template") else None,
@@ -151,12 +158,17 @@ class ExtTask(ConfigurableTask):
         return RunContext(task=self.config.task, metadata=dict(self.config.metadata or {}), seed=self._run_seed,
                           conversation=self.conversation)
 
+    def answers_dir(self) -> Path:
+        """Where this run saves its answers before scoring them (:mod:`lm_eval_ext.answers`)."""
+        return answers.run_dir(self.config.metadata or {})
+
     def apply_filters(self):
-        """Apply the YAML's ``filter_list``, giving run-aware filters the run's options.
+        """Save the answers, then apply the YAML's ``filter_list``, giving run-aware filters the run's options.
 
         Under ``--predict_only`` only the answers are kept (``take_first``): nothing is executed
         or judged.
         """
+        answers.save(self.answers_dir(), self.config.task, self.instances, self._rank, self._world_size)
         for ensemble in self._filter_ensembles():
             ensemble.apply(self.instances)
         return self.instances

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers.judge import judge_calls
 from lm_eval_ext.testing.stub_openai import StubOpenAIServer
 
 CORPUS = "elitr_bench/ELITR-minuting-corpus/elitr-minuting-corpus-en"
@@ -116,11 +117,11 @@ def test_czech_task_uses_czech_prompt_and_judge(data_dir, tmp_path, monkeypatch)
     question = czech["meetings"][0]["questions"][0]
     responses, calls = tmp_path / "r.json", tmp_path / "calls.jsonl"
     responses.write_text(json.dumps({"default": "Účastníci byli tři."}))
-    with StubOpenAIServer(text="\\boxed{0}") as srv:
+    with StubOpenAIServer(text="\\boxed{0}", models=()) as srv:
         out = evaluate("elitr_bench_qa_cs_dev_st", {"judge_base_url": srv.base_url, "judge_api_key_env": "LMX_CS_KEY",
                                                    "judge_cache": "none"},
                        model="ext-canned-gen", model_args={"responses": str(responses), "calls_log": str(calls)}, limit=1)
-        judge_prompt = srv.requests[0]["body"]["messages"][-1]["content"]
+        judge_prompt = judge_calls(srv)[0]["messages"][-1]["content"]
     prompt = json.loads(calls.read_text())["prompts"][0]
     czech_template = (templates_dir() / "elitr_answer_cs.txt").read_text(encoding="utf-8")
     assert prompt.startswith(czech_template.split("{transcript}")[0])

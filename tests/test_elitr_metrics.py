@@ -31,6 +31,7 @@ import re
 import pytest
 from scipy import stats
 
+from helpers.judge import answering_the_probe
 from lm_eval_ext.testing.stub_openai import StubOpenAIServer
 
 KEY_ENV = "LMX_ELITR_TEST_KEY"
@@ -71,7 +72,7 @@ def evaluate(tmp_path, data_dir, task, model, failing=None, **model_args):
     rules = [{"contains": q.strip(), "response": f"R{i}"} for i, q in reversed(list(enumerate(questions, 1)))]
     responses = tmp_path / "responses.json"
     responses.write_text(json.dumps({"rules": rules, "default": None}))
-    with StubOpenAIServer(responder=lambda request: judge(request, failing)) as srv:
+    with StubOpenAIServer(responder=answering_the_probe(lambda request: judge(request, failing)), models=()) as srv:
         manager = TaskManager(include_path=str(tasks_dir()), include_defaults=False, metadata={
             "judge_base_url": srv.base_url, "judge_api_key_env": KEY_ENV,
             "judge_cache": str(tmp_path / "judge.sqlite")})
@@ -137,7 +138,7 @@ def test_plain_lm_eval_single_turn_through_an_api(run_cli, data_dir, tmp_path):
         return next(f"R{i}" for i, q in reversed(list(enumerate(questions, 1))) if q.strip() in prompt)
 
     out = tmp_path / "out"
-    with StubOpenAIServer(responder=both) as srv:
+    with StubOpenAIServer(responder=answering_the_probe(both), models=()) as srv:
         proc = run_cli(["lm_eval", "run", "--model", "local-chat-completions",
                         "--model_args", f"base_url={srv.chat_url},model=stub,tokenizer_backend=none",
                         "--apply_chat_template", "--tasks", "elitr_bench_qa_dev_st",

@@ -78,7 +78,7 @@ def test_single_turn_stops_before_generating(tiny_model_dir, data_dir, recorded)
 
 def test_single_turn_truncation_is_visible_and_counted(tiny_model_dir, data_dir, recorded, monkeypatch):
     monkeypatch.setenv(KEY_ENV, "sk-overflow-test-key-0123456789abcdef")
-    with StubOpenAIServer(text="\\boxed{5}") as srv:
+    with StubOpenAIServer(text="\\boxed{5}", models=()) as srv:
         out = evaluate(tiny_model_dir, "elitr_bench_qa_dev_st", [17, 18], overflow="truncate", judge_url=srv.base_url)
     assert out["results"]["elitr_bench_qa_dev_st"]["prompts_truncated,judge"] == 2
     transcript = (data_dir / "elitr_bench/ELITR-minuting-corpus/elitr-minuting-corpus-en/dev/meeting_en_dev_002/"

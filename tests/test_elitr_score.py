@@ -157,7 +157,7 @@ def test_samples_file_round_trip(run_cli, data_dir, tmp_path):
     responses = tmp_path / "responses.json"
     responses.write_text(json.dumps({"rules": [{"contains": "purpose", "response": "plan B"}], "default": "A and B"}))
     judge_env = {KEY_ENV: KEY}
-    with StubOpenAIServer(text="\\boxed{7}") as first, StubOpenAIServer(text="\\boxed{3}") as second:
+    with StubOpenAIServer(text="\\boxed{7}", models=()) as first, StubOpenAIServer(text="\\boxed{3}") as second:
         out = tmp_path / "out"
         proc = run_cli(["lm-eval-ext", "run", "--model", "ext-canned-gen", "--model_args", f"responses={responses}",
                         "--tasks", "elitr_bench_qa_dev_st", "--limit", "4", "--log_samples", "--output_path", str(out),

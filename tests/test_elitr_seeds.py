@@ -53,7 +53,7 @@ def test_seed_runs_end_to_end(run_cli, data_dir, tmp_path):
     def judge(request: dict) -> str:
         return {2023: "\\boxed{4}", 2024: "\\boxed{7}"}[request["seed"]]
 
-    with StubOpenAIServer(responder=judge) as srv:
+    with StubOpenAIServer(responder=judge, models=()) as srv:
         proc = run_cli(["lm-eval-ext", "elitr", "seeds", "--seeds", "2023", "2024", "--json", "--",
                         "--model", "ext-canned-gen", "--model_args", f"responses={responses}",
                         "--tasks", "elitr_bench_qa_test2_st", "--limit", "2", "--output_path", str(tmp_path / "out"),

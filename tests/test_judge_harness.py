@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers.judge import is_probe, judge_calls
 from lm_eval_ext.testing.stub_openai import StubOpenAIServer
 
 KEY_ENV = "LMX_TEST_JUDGE_KEY"
@@ -57,6 +58,8 @@ metadata:
 
 def judge_or_answer(request: dict, verdicts: dict = VERDICTS) -> str:
     """The stub plays both roles: the judge (rubric prompt) and, for plain lm_eval, the answering model."""
+    if is_probe(request):  # the judge check before generation (lm_eval_ext/judge/probe.py)
+        return "Right. \\boxed{10}"
     prompt = request["messages"][-1]["content"]
     if prompt.startswith("### Task description:"):
         response = re.search(r"### Response to evaluate:\n(.*?)\n\n###", prompt, re.S).group(1)
@@ -98,10 +101,12 @@ def _judge_metadata(srv, tmp_path, **extra) -> dict:
 
 def test_judged_task_in_process(task_dir, tmp_path, monkeypatch):
     monkeypatch.setenv(KEY_ENV, FAKE_KEY)
-    with StubOpenAIServer(responder=judge_or_answer) as srv:
+    with StubOpenAIServer(responder=judge_or_answer, models=["meta-judge"]) as srv:
         out = _evaluate(task_dir, "judged_toy", _judge_metadata(srv, tmp_path, judge_model="meta-judge"),
                         random_seed=2025, numpy_random_seed=2025, torch_random_seed=2025, fewshot_random_seed=2025)
-        bodies, port = [r["body"] for r in srv.requests], srv.port
+        bodies, port = judge_calls(srv), srv.port
+        # the judge was checked once before generation: its model list, then one probe
+        assert [r["method"] for r in srv.requests[:2]] == ["GET", "POST"] and is_probe(srv.requests[1]["body"])
     metrics = out["results"]["judged_toy"]
     assert math.isnan(metrics["score,judge"])  # one answer could not be judged: no score for the task
     assert metrics["judge_failures,judge"] == 1
@@ -126,7 +131,7 @@ def test_judged_task_in_process(task_dir, tmp_path, monkeypatch):
 
 def test_a_fully_judged_task_has_its_mean_score(task_dir, tmp_path, monkeypatch):
     monkeypatch.setenv(KEY_ENV, FAKE_KEY)
-    with StubOpenAIServer(responder=judge_scoring_all) as srv:
+    with StubOpenAIServer(responder=judge_scoring_all, models=["yaml-judge-model"]) as srv:
         out = _evaluate(task_dir, "judged_toy", _judge_metadata(srv, tmp_path))
     assert out["results"]["judged_toy"]["score,judge"] == 4.0
     assert out["results"]["judged_toy"]["judge_failures,judge"] == 0
@@ -141,7 +146,7 @@ def test_judge_filter_outside_a_judged_task_is_an_error(task_dir, tmp_path, monk
         monkeypatch.setenv("LM_EVAL_EXT_JUDGE_BASE_URL", srv.base_url)
         with pytest.raises(UserError, match="JudgedTask"):
             _evaluate(task_dir, "judged_toy_plain", {})
-        assert not [r for r in srv.requests if r["body"]["messages"][-1]["content"].startswith("###")]
+        assert not judge_calls(srv)
 
 
 def test_dry_run_through_metadata(task_dir, tmp_path, monkeypatch, caplog):
@@ -172,7 +177,9 @@ def _results(out: Path, task: str) -> tuple[dict, list[dict]]:
 @pytest.mark.slow
 def test_lm_eval_ext_run_and_secrets(task_dir, tmp_path, run_cli):
     out = tmp_path / "out"
-    with StubOpenAIServer(responder=judge_or_answer, faults={"429": 0.2, "500": 0.1}, retry_after="0.01") as srv:
+    # the probe (first POST) gets a clean reply; the judging that follows, rate limits and server errors
+    with StubOpenAIServer(responder=judge_or_answer, faults={"429": 0.2, "500": 0.1}, retry_after="0.01",
+                          fault_sequence=[None], models=()) as srv:
         proc = run_cli(["lm-eval-ext", "run", "--model", "ext-canned-gen",
                         "--model_args", f"responses={tmp_path / 'responses.json'}", "--tasks", "judged_toy",
                         "--include_path", str(task_dir), "--output_path", str(out), "--log_samples",
@@ -193,7 +200,7 @@ def test_lm_eval_ext_run_and_secrets(task_dir, tmp_path, run_cli):
 def test_plain_lm_eval_run_with_api_model(task_dir, tmp_path, run_cli):
     """Plain harness, no plugin import: `!function` paths, --metadata judge options, an API answering model."""
     out = tmp_path / "out"
-    with StubOpenAIServer(responder=judge_or_answer) as srv:
+    with StubOpenAIServer(responder=judge_or_answer, models=()) as srv:
         proc = run_cli(["lm_eval", "run", "--model", "local-chat-completions",
                         "--model_args", f"base_url={srv.chat_url},model=stub-answerer,tokenizer_backend=None",
                         "--apply_chat_template", "--tasks", "judged_toy", "--include_path", str(task_dir),
@@ -202,7 +209,7 @@ def test_plain_lm_eval_run_with_api_model(task_dir, tmp_path, run_cli):
                         f"judge_cache={tmp_path / 'judge_cache.sqlite'}", "judge_model=cli-judge"],
                        env={KEY_ENV: FAKE_KEY}, timeout=300)
         assert proc.returncode == 0, proc.stderr[-3000:]
-        judge_models = {r["body"]["model"] for r in srv.requests if r["body"]["messages"][-1]["content"].startswith("###")}
+        judge_models = {b["model"] for b in judge_calls(srv) if b["messages"][-1]["content"].startswith("###")}
     assert judge_models == {"cli-judge"}
     results, _ = _results(out, "judged_toy")
     assert math.isnan(results["results"]["judged_toy"]["score,judge"])
@@ -225,8 +232,8 @@ def test_unreachable_judge_in_a_run_is_one_paragraph(task_dir, tmp_path, run_cli
                     f"judge_cache={tmp_path / 'c.sqlite'}", "judge_retries=1", "judge_retry_wait=0.01"],
                    env={KEY_ENV: FAKE_KEY}, timeout=300)
     assert proc.returncode == 2
-    errors = [line for line in proc.stderr.splitlines() if "error" in line.lower()]
-    assert len(errors) == 1 and "could not be used: cannot connect to 127.0.0.1" in errors[0], proc.stderr[-2000:]
+    assert "check(s) failed before the model was loaded" in proc.stderr, proc.stderr[-2000:]
+    assert f"judged_toy: The judge at 127.0.0.1:{port}" in proc.stderr and "cannot be reached" in proc.stderr
     assert "Traceback" not in proc.stderr
 
 

@@ -50,7 +50,7 @@ def test_wandb_and_hub_tracker_on_every_benchmark(run_cli, data_dir, tmp_path):
     def judge(request: dict) -> str:
         return "Fine. \\boxed{7}"
 
-    with StubOpenAIServer(responder=judge) as srv:
+    with StubOpenAIServer(responder=judge, models=()) as srv:
         out, wandb_dir, _ = _run(
             run_cli, tmp_path, "generation", ["--model", "ext-canned-gen", "--model_args", f"responses={responses}"],
             "litm_qa_oracle,magnifico_direct_base,elitr_bench_qa_dev_st", ["--confirm_run_unsafe_code", "--metadata",

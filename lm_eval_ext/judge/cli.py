@@ -13,7 +13,7 @@ import json
 import sys
 from pathlib import Path
 
-from .config import OPTIONS, JudgeConfig, cli_flag, resolve_config
+from .config import OPTIONS, JudgeConfig, cli_flag, metadata_name, resolve_config
 
 _DEST = "judge_option_"
 
@@ -29,6 +29,12 @@ def add_judge_options(parser: argparse.ArgumentParser) -> None:
             default = "" if option.default is None else f" (default: {option.default})"
             group.add_argument(flag, dest=dest, default=None, metavar=option.name.upper(),
                                help=option.metadata["help"] + default)
+
+
+def judge_flags_as_metadata(args: argparse.Namespace) -> dict:
+    """The ``--judge-*`` flags given, as the ``judge_*`` metadata a run's tasks read."""
+    return {metadata_name(option.name): value for option in OPTIONS
+            if (value := getattr(args, _DEST + option.name)) is not None}
 
 
 def config_from_args(args: argparse.Namespace, **task_defaults) -> JudgeConfig:

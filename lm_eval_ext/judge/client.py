@@ -148,6 +148,11 @@ class JudgeClient:
             return text.replace(self._secret, "***")
         return text
 
+    def list_models(self, timeout: float) -> list:
+        """The endpoint's model list (``GET /models``), one try within ``timeout`` seconds; openai errors propagate."""
+        self._budget.take()
+        return list(self._client.with_options(timeout=timeout).models.list().data)
+
     def complete(self, request: dict, *, timeout: float | None = None, tries: int | None = None) -> str:
         """The reply text for one request body, retrying transient failures.
 
@@ -221,8 +226,8 @@ class JudgeClient:
                 f"The judge endpoint {self.host} {what} (HTTP {status}: {message}). Model: {model!r}; "
                 f"key from ${self.config.api_key_env}. Check the key variable ({cli_flag('api_key_env')}), the model "
                 f"({cli_flag('model')} / --metadata {metadata_name('model')}=...) and the base URL "
-                f"({cli_flag('base_url')}; it must be the API root, e.g. https://api.openai.com/v1). "
-                "The run was stopped; replies judged so far are cached."
+                f"({cli_flag('base_url')}; it must be the API root, e.g. https://api.openai.com/v1); replies judged "
+                "before this one are cached."
             )
         return ItemRejected(f"HTTP {status} from {self.host}: {message}")
 

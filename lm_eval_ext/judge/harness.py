@@ -28,15 +28,17 @@ judged again) and ``judge_failures`` 1.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import math
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
 from ..task_base import ExtTask, RunAwareFilter
 from .config import JudgeConfig, resolve_config
-from .errors import JudgeConfigError
+from .errors import JudgeConfigError, JudgeError
 from .records import FAILED, SCORED, JudgeItem, JudgeResult
 from .templates import config_record, judge_spec
 
@@ -44,6 +46,15 @@ log = logging.getLogger(__name__)
 
 FieldSpec = str | Callable[[dict], str]
 GENERATION_KEY = "generation"  # where a judge result keeps the generation record's other fields
+_CHECKED: set[JudgeConfig] = set()  # judges probed in this process
+
+
+class JudgingStopped(JudgeError):
+    """Judging stopped after the answers were generated and saved."""
+
+
+def _outputs(filtered) -> list:
+    return [] if filtered is None else [filtered] if isinstance(filtered, str) else list(filtered)
 
 
 def _field(doc: dict, spec: FieldSpec, what: str) -> str:
@@ -131,20 +142,73 @@ class JudgedTask(ExtTask):
     :func:`judge_metrics`.
     """
 
-    def judge_options(self) -> dict:
-        """The judge options the task YAML gives its JudgeFilter (empty when it has none)."""
+    def _judge_step(self) -> tuple[str | None, dict]:
+        """The name of the filter_list entry holding the JudgeFilter, and the judge options the YAML gives it."""
         for entry in self.config.filter_list or []:
             for step in entry["filter"]:
                 if step.get("function") is JudgeFilter:
-                    return {k: v for k, v in step.items() if k not in ("function", "question_field", "reference_field")}
-        return {}
+                    skip = ("function", "question_field", "reference_field")
+                    return entry["name"], {k: v for k, v in step.items() if k not in skip}
+        return None, {}
+
+    def judge_options(self) -> dict:
+        """The judge options the task YAML gives its JudgeFilter (empty when it has none)."""
+        return self._judge_step()[1]
+
+    def judge_config(self) -> JudgeConfig:
+        """This task's judge configuration for this run."""
+        return judge_config(self.run_context(), self.judge_options())
+
+    def check_judge(self) -> None:
+        """Probe the judge (lm_eval_ext.judge.probe) unless ``--predict_only``, a dry run or ``judge_check=false``.
+
+        Each judge configuration is probed once per process.
+        """
+        config = self.judge_config()
+        key = dataclasses.replace(config, seed=0)  # the seed changes the probe's request, not the judge
+        if self.predict_only or config.dry_run or not config.check or key in _CHECKED:
+            return
+        from .probe import probe
+
+        probe(config)
+        _CHECKED.add(key)
+
+    def build_all_requests(self, **kwargs) -> None:
+        """Check the judge before anything is generated, then build the requests."""
+        self.check_judge()
+        super().build_all_requests(**kwargs)
 
     def apply_filters(self):
-        """Judge (unless --predict_only), then record the judge's configuration."""
-        config = None if self.predict_only else judge_config(self.run_context(), self.judge_options())
-        instances = super().apply_filters()
-        if config is not None:  # after judging: `judge` in the metadata is also the judge option's name
-            self.record_run_info(judge=config_record(config, judge_spec(config)))
+        """Save the answers and judge them (unless --predict_only), then record the judge's configuration.
+
+        If judging stops, the error names the saved answers and the command that finishes the judging.
+        """
+        if self.predict_only:
+            return super().apply_filters()
+        config = self.judge_config()
+        resume = f"lm-eval-ext resume {self.answers_dir()}"
+        log.warning("%s: the answers are saved in %s before judging; if judging fails or is interrupted, finish "
+                    "it with `%s` (verdicts already given come from the judge's cache)", self.config.task,
+                    self.answers_dir(), resume)
+        try:
+            instances = super().apply_filters()
+        except JudgeError as err:
+            raise JudgingStopped(f"{err} The answers were saved before judging: once the judge works, `{resume}` "
+                                 "finishes the judging (verdicts already given come from the judge's cache) and "
+                                 "writes the run's results.") from None
+        name = self._judge_step()[0]
+        failures = Counter(result["failure"] for i in instances for output in _outputs(i.filtered_resps.get(name))
+                           if (result := json.loads(output)).get("status") == FAILED)
+        if failures:
+            # an unreadable reply is cached like any other: asking again needs more re-asks
+            again = (f"`{resume}` judges them again and reuses every verdict already given" if "unparseable" not in
+                     failures else f"`{resume} --metadata judge_reasks=N` asks again (N above {config.reasks}) and "
+                     "reuses every verdict already given")
+            log.warning("%s: the judge could not score %d of %d answers (%s); the task's score is undefined (NaN) "
+                        "until they are judged: %s", self.config.task, sum(failures.values()), len(instances),
+                        ", ".join(f"{n} {kind}" for kind, n in failures.items()), again)
+        # after judging: `judge` in the metadata is also the judge option's name
+        self.record_run_info(judge=config_record(config, judge_spec(config)))
         return instances
 
     def document_metrics(self, doc: dict, results: list) -> dict:

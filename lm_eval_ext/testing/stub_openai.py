@@ -163,7 +163,10 @@ class StubOpenAIServer:
             token in a completions reply with ``logprobs``; default :func:`scripted_logprob`.
         logprobs_fault: ``None``, ``"no_echo"`` or ``"no_generated"`` (module docstring).
         honour_stop: cut each reply at the first of the request's ``stop`` strings (module docstring).
-        model: the model id listed by ``GET /v1/models``.
+        model: the model id of the replies (when the request names none) and, unless ``models`` is
+            given, the one model ``GET /v1/models`` lists.
+        models: the model ids ``GET /v1/models`` lists; ``()`` answers that route with 404, as a
+            server without a model list does.
 
     Attributes:
         base_url: ``"http://127.0.0.1:PORT/v1"`` (for ``openai.OpenAI(base_url=...)``).
@@ -195,6 +198,7 @@ class StubOpenAIServer:
         logprobs_fault: str | None = None,
         honour_stop: bool = False,
         model: str = "stub",
+        models: Sequence[str] | None = None,
     ) -> None:
         faults = dict(faults or {})
         unknown = (set(faults) | {f for f in fault_sequence or [] if f is not None}) - set(FAULT_KINDS)
@@ -218,6 +222,7 @@ class StubOpenAIServer:
         self.logprobs_fault = logprobs_fault
         self.honour_stop = honour_stop
         self.model = model
+        self.models = (model,) if models is None else tuple(models)
         self.requests: list[dict] = []
         self.max_in_flight = 0
         self._in_flight = 0
@@ -435,9 +440,9 @@ class StubOpenAIServer:
 
             def do_GET(self):
                 stub._record("GET", self.path, self.headers, None)
-                if self.path.rstrip("/") == "/v1/models":
-                    model = {"id": stub.model, "object": "model", "created": 0, "owned_by": "stub"}
-                    self._send_json(200, {"object": "list", "data": [model]})
+                if self.path.rstrip("/") == "/v1/models" and stub.models:
+                    listed = [{"id": m, "object": "model", "created": 0, "owned_by": "stub"} for m in stub.models]
+                    self._send_json(200, {"object": "list", "data": listed})
                 else:
                     self._error(404, f"no route GET {self.path}", "not_found")
 

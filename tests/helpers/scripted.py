@@ -315,6 +315,7 @@ def elitr_scripted(tmp: Path) -> Path:
     """Two seed runs of the ELITR-Bench dev tasks judged by a stub judge; returns their parent directory."""
     import re
 
+    from helpers.judge import answering_the_probe
     from lm_eval_ext.testing.stub_openai import StubOpenAIServer
 
     by_text = {}
@@ -334,7 +335,7 @@ def elitr_scripted(tmp: Path) -> Path:
     responses = tmp / "responses.json"
     responses.write_text(json.dumps({"rules": [], "default": "an answer"}))
     out = tmp / "out"
-    with StubOpenAIServer(responder=responder) as judge:
+    with StubOpenAIServer(responder=answering_the_probe(responder), models=["stub-judge"]) as judge:
         metadata = json.dumps({"judge_base_url": judge.base_url, "judge_model": "stub-judge", "judge_cache": "none"})
         for seed in (2023, 2024):
             harness(out / f"seed_{seed}", "ext-canned-gen", f"responses={responses}",

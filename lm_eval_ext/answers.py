@@ -1,0 +1,125 @@
+"""The model's answers, saved before they are scored, so that a failed or interrupted scoring stage loses nothing.
+
+Every plugin task writes its raw responses (``Instance.resps``, what the model returned) to
+``<answers dir>/<run id>/<task>.jsonl`` (``<task>.rank<r>.jsonl`` in a multi-process run)
+right after generation and before its filters run (the judge, the SQL sandbox). The first line
+is a header: the command that started the run, the task, the time, the rank; then one line per
+request: ``doc_id``, ``idx``, the request type and the responses.
+
+``lm-eval-ext resume DIR`` reruns that command with the ``ext-replay`` model, which answers every
+request from the saved responses (lm_eval_ext/models/replay.py): scoring runs again, finished
+judge verdicts come from the judge's cache, and the harness writes the same results files.
+
+The answers dir is ``--metadata answers_dir=DIR`` when given, else ``answers/`` in the plugin's
+cache (``$LM_EVAL_EXT_CACHE_DIR``, default ``~/.cache/lm_eval_ext``). ``lm-eval-ext run`` removes
+a run's answers once its results are written; runs of the plain ``lm_eval`` command keep them.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import UserError
+
+FORMAT = 1
+METADATA_KEY = "answers_dir"
+_RUN_ID = f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"  # one process, one run
+
+
+class SavedAnswersError(UserError):
+    """Saved answers cannot be written or read."""
+
+
+def answers_root(metadata: dict) -> Path:
+    """Where runs keep their answers: ``--metadata answers_dir``, else the cache's ``answers/``."""
+    from .data.config import cache_dir
+
+    given = metadata.get(METADATA_KEY)
+    return Path(str(given)).expanduser() if given else cache_dir() / "answers"
+
+
+def run_dir(metadata: dict) -> Path:
+    """This process's run directory under :func:`answers_root`."""
+    return answers_root(metadata) / _RUN_ID
+
+
+def save(folder: Path, task: str, instances: Iterable, rank: int = 0, world_size: int = 1) -> Path:
+    """Write the responses of ``instances`` (one task's requests) to ``folder``; returns the file."""
+    name = f"{task}.jsonl" if world_size == 1 else f"{task}.rank{rank}.jsonl"
+    path = folder / name
+    header = {"format": FORMAT, "task": task, "command": list(sys.argv), "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
+              "rank": rank, "world_size": world_size}
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        partial = path.with_name(path.name + ".partial")
+        with partial.open("w", encoding="utf-8") as out:
+            out.write(json.dumps(header, ensure_ascii=False) + "\n")
+            for instance in instances:
+                out.write(json.dumps({"doc_id": instance.doc_id, "idx": instance.idx, "type": instance.request_type,
+                                      "resps": instance.resps}, ensure_ascii=False) + "\n")
+        partial.replace(path)
+    except OSError as err:
+        raise SavedAnswersError(
+            f"The answers of {task} could not be saved to {path} before scoring ({err.strerror or err}). Free some "
+            f"space or give a writable directory with --metadata {METADATA_KEY}=DIR; nothing was scored.") from None
+    return path
+
+
+@dataclass(frozen=True)
+class SavedRun:
+    """The saved answers of one run: its command and, per task, the responses by (doc_id, idx)."""
+
+    folder: Path
+    command: list[str]
+    responses: dict[str, dict[tuple[int, int], list]]
+
+    @property
+    def tasks(self) -> list[str]:
+        """The tasks whose answers were saved, in file order."""
+        return list(self.responses)
+
+    def run_args(self):
+        """The saved command's ``lm_eval run`` flags, parsed as the harness parses them (None when the run was
+        not started by ``lm_eval`` or ``lm-eval-ext``: the Python API)."""
+        from .boundary import parse_run_args
+
+        program = Path(self.command[0]).name if self.command else ""
+        if program not in ("lm_eval", "lm-eval", "lm-eval-ext", "__main__.py"):
+            return None
+        flags = self.command[1:]
+        return parse_run_args(flags[1:] if flags[:1] == ["run"] else flags)
+
+
+def load(folder: str | Path) -> SavedRun:
+    """Read a run directory written by :func:`save` (every task and rank)."""
+    folder = Path(folder)
+    files = sorted(folder.glob("*.jsonl")) if folder.is_dir() else []
+    if not files:
+        raise SavedAnswersError(f"{folder} holds no saved answers (a run directory holds <task>.jsonl files written "
+                                "before scoring; the run's log names it). Check the path.")
+    command: list[str] | None = None
+    responses: dict[str, dict[tuple[int, int], list]] = {}
+    for path in files:
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines()
+            header = json.loads(lines[0])
+            records = [json.loads(line) for line in lines[1:]]
+        except (OSError, ValueError, IndexError) as err:
+            raise SavedAnswersError(f"Cannot read the saved answers {path}: {err}. The file is damaged; the run's "
+                                    "answers cannot be replayed from it.") from None
+        if header.get("format") != FORMAT:
+            raise SavedAnswersError(f"{path} is not a saved-answers file of this lm-eval-ext version (format "
+                                    f"{header.get('format')!r}, expected {FORMAT}).")
+        if command is not None and header["command"] != command:
+            raise SavedAnswersError(f"{folder} mixes the answers of different runs ({path.name} has another "
+                                    "command); give the directory of one run.")
+        command = header["command"]
+        task = responses.setdefault(header["task"], {})
+        for record in records:
+            task[record["doc_id"], record["idx"]] = record["resps"]
+    return SavedRun(folder=folder, command=command or [], responses=responses)

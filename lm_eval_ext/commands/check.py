@@ -1,0 +1,31 @@
+"""``lm-eval-ext check [run flags] [judge flags]``: the checks of ``lm-eval-ext run``, without running.
+
+Takes the flags of ``lm_eval run`` (so a command can be checked by writing ``check`` for ``run``)
+and the judge's ``--judge-*`` flags, which stand for ``--metadata judge_*``; prints what it found
+and exits 0 when every check passed, 2 otherwise. lm_eval_ext/commands/preflight.py lists the checks.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .. import boundary
+from ..judge.cli import add_judge_options, judge_flags_as_metadata
+from .preflight import raise_on_failures, run_checks
+
+
+def main(argv: list[str]) -> int:
+    """Check the run ``argv`` describes (``lm_eval run`` and ``--judge-*`` flags)."""
+    judge = argparse.ArgumentParser(add_help=False)
+    add_judge_options(judge)
+    judge_args, run_argv = judge.parse_known_args(argv)
+    boundary.activate()
+    args = boundary.parse_run_args(run_argv)
+    args.metadata = {**(args.metadata or {}), **judge_flags_as_metadata(judge_args)}
+    report = run_checks(args)
+    raise_on_failures(report)
+    for note in report.notes:
+        print(f"lm-eval-ext: note: {note}")
+    print("lm-eval-ext: every check passed: task names, flags, output path, data, judge"
+          + (" (not checked: --predict_only)" if getattr(args, "predict_only", False) else ""))
+    return 0

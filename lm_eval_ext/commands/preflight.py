@@ -1,0 +1,188 @@
+"""Checks of a run that need no model, done before the model is loaded (``lm-eval-ext run`` and ``check``).
+
+In order, each failure one paragraph (all failures are reported, then the command exits with 2):
+
+1. the flags the harness would reject later (``--limit`` of 0 or below, ``--log_samples`` without
+   ``--output_path``, ...), read exactly as ``lm_eval run`` reads them;
+2. the model name, and task and group names, with the closest names when one is unknown;
+3. ``--confirm_run_unsafe_code`` when a task executes model output (MAGNIFICo);
+4. the output path: it can be created and written;
+5. the plugin's tasks are built as the run will build them: every data file they need is found
+   and verified (Spider databases included; the items left out for missing databases are
+   counted), every task option is valid;
+6. the judge of every judged task answers (lm_eval_ext/judge/probe.py), unless ``--predict_only``.
+
+The plain ``lm_eval`` command gets checks 5 and 6 from the tasks themselves, when the harness
+builds them (after it has loaded the model, before anything is generated).
+"""
+from __future__ import annotations
+
+import difflib
+import fnmatch
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .. import boundary
+from ..errors import UserError
+
+
+class PreflightError(UserError):
+    """One or more checks failed; the message holds one paragraph per failure."""
+
+
+@dataclass
+class Preflight:
+    """What the checks found: failures (paragraphs) and notes (facts worth knowing before a long run)."""
+
+    failures: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def fail(self, text: str) -> None:
+        self.failures.append(text)
+
+
+def _harness_config(args, report: Preflight):
+    from lm_eval.config.evaluate_config import EvaluatorConfig
+
+    if args.limit is not None and args.limit <= 0:
+        report.fail(f"--limit {args.limit:g}: a limit is a number of documents per task (1 or more) or a fraction "
+                    "of them (above 0, at most 1). Give a positive limit, or leave --limit out to run everything.")
+        return None
+    if args.limit is not None and args.limit != int(args.limit) and args.limit > 1:
+        report.fail(f"--limit {args.limit:g}: a fraction of the documents must be at most 1 (e.g. --limit 0.1), a "
+                    "count a whole number (e.g. --limit 100).")
+        return None
+    try:
+        return EvaluatorConfig.from_cli(args)
+    except (ValueError, TypeError, FileNotFoundError) as err:
+        report.fail(f"The run's flags are not valid: {err}. See `lm_eval run --help`.")
+        return None
+
+
+def _matches(name: str, index: dict) -> list[str]:
+    """The index names ``name`` selects (the harness accepts shell-style patterns in --tasks)."""
+    if any(ch in name for ch in "*?["):
+        return fnmatch.filter(list(index), name)
+    return [name] if name in index else []
+
+
+def _resolve_names(names: list[str], include_path, report: Preflight) -> tuple[dict, list[str]]:
+    """The task index holding every requested name (the plugin's alone when that is enough), and the names."""
+    wanted = [n for n in names if not (n.endswith(".yaml") or Path(n).exists())]
+    index = boundary.task_index(include_path=include_path, include_defaults=False)
+    if not all(_matches(name, index) for name in wanted):
+        index = boundary.task_index(include_path=include_path, include_defaults=True)
+    selected = []
+    for name in wanted:
+        found = _matches(name, index)
+        if not found:
+            close = difflib.get_close_matches(name, list(index), n=3, cutoff=0.6)
+            hint = f" Did you mean: {', '.join(close)}?" if close else ""
+            report.fail(f"Unknown task or group {name!r} in --tasks.{hint} `lm_eval ls tasks` lists every task and "
+                        "group the harness and the plugin provide.")
+        selected += found
+    return index, selected
+
+
+def _leaves(names: list[str], index: dict) -> list[str]:
+    leaves, pending, seen = [], list(names), set()
+    while pending:
+        name = pending.pop(0)
+        if name in seen or name not in index:
+            continue
+        seen.add(name)
+        entry = index[name]
+        if entry.kind == "task":
+            leaves.append(name)
+        else:
+            pending.extend(entry.members)
+    return leaves
+
+
+def _check_output(path: str | None, report: Preflight) -> None:
+    if not path:
+        return
+    folder = Path(path).expanduser()
+    folder = folder.parent if folder.suffix == ".json" else folder
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".lm-eval-ext-check-"):
+            pass
+    except OSError as err:
+        report.fail(f"The output path {folder} cannot be written ({err.strerror or err}). Nothing would be saved: "
+                    "give a writable --output_path (the run's results and samples go there).")
+
+
+def _check_tasks(leaves: list[str], cfg, predict_only: bool, report: Preflight) -> None:
+    """Build the plugin's tasks as the harness will (their data and options), then probe their judges."""
+    from lm_eval.tasks import TaskManager
+
+    from ..judge.harness import JudgedTask
+    from ..task_base import ExtTask
+
+    manager = TaskManager(include_path=cfg.include_path, include_defaults=False, metadata=cfg.metadata or {})
+    for name in leaves:
+        if name not in manager.all_tasks:
+            continue  # a harness task: the harness checks it
+        try:
+            task = manager.load([name])["tasks"][name]
+        except UserError as err:
+            report.fail(str(err))
+            continue
+        if not isinstance(task, ExtTask):
+            continue
+        excluded = (task.config.metadata or {}).get("excluded")
+        if excluded and (excluded.get("db_missing") or excluded.get("gold_error")):
+            missing = ", ".join(f"{db} ({n} items)" for db, n in excluded["missing_databases"].items())
+            report.notes.append(f"{name}: {excluded['db_missing'] + excluded['gold_error']} of {excluded['items']} "
+                                f"items will be left out ({excluded['db_missing']} whose Spider database is missing"
+                                f"{': ' + missing if missing else ''}; {excluded['gold_error']} whose gold query fails)")
+        if isinstance(task, JudgedTask) and not predict_only:
+            try:
+                task.check_judge()
+            except UserError as err:
+                report.fail(f"{name}: {err}")
+
+
+def run_checks(args) -> Preflight:
+    """Every check of the module docstring on ``args`` (``lm_eval run`` flags, parsed)."""
+    report = Preflight()
+    cfg = _harness_config(args, report)
+    if cfg is None:
+        return report
+    _check_model(cfg.model, report)
+    names = [t for t in (cfg.tasks if isinstance(cfg.tasks, list) else [cfg.tasks]) if isinstance(t, str)]
+    index, selected = _resolve_names(names, cfg.include_path, report)
+    leaves = _leaves(selected, index)
+    unsafe = [name for name in leaves if (index[name].config or {}).get("unsafe_code")]
+    if unsafe and not cfg.confirm_run_unsafe_code:
+        report.fail(f"{', '.join(unsafe)} execute(s) the model's output (SQL, in a read-only sandbox): the harness "
+                    "runs such tasks only with --confirm_run_unsafe_code. Add it to the command.")
+    _check_output(cfg.output_path, report)
+    if not report.failures:  # building the tasks reads their data: only for a run that could go ahead
+        _check_tasks(leaves, cfg, bool(cfg.predict_only), report)
+    return report
+
+
+def _check_model(name, report: Preflight) -> None:
+    if not isinstance(name, str):
+        return  # a model object (Python API): nothing to look up
+    from lm_eval.api.registry import get_model, model_registry
+
+    try:
+        get_model(name)  # fills the built-in table on first use; imports only this model's module
+    except ValueError:
+        close = difflib.get_close_matches(name, list(model_registry.keys()), n=3, cutoff=0.6)
+        hint = f" Did you mean: {', '.join(close)}?" if close else ""
+        report.fail(f"Unknown model {name!r} in --model.{hint} Known models: {', '.join(sorted(model_registry.keys()))}.")
+    except ImportError as err:
+        report.fail(f"The model {name!r} (--model) needs a package that is not installed: {err}. Install the "
+                    "harness's extra for it (e.g. pip install \"lm-eval[vllm]\" for vllm).")
+
+
+def raise_on_failures(report: Preflight) -> None:
+    """Raise :class:`PreflightError` with every failure, one paragraph each."""
+    if report.failures:
+        count = len(report.failures)
+        raise PreflightError(f"{count} check(s) failed before the model was loaded:\n\n" + "\n\n".join(report.failures))

@@ -1,0 +1,66 @@
+"""``lm-eval-ext resume DIR [flags]``: score a run's saved answers again and write its results.
+
+``DIR`` is a run's saved answers (lm_eval_ext.answers; the run's log names it when judging
+starts). The run's own command is run again through ``lm-eval-ext run``, with the ``ext-replay``
+model answering every request from ``DIR`` and ``--tasks`` narrowed to the tasks whose answers
+were saved: nothing is generated again; the judge's cache gives back every verdict already
+given, so only what failed (or was never judged) is sent to the judge. Flags given after ``DIR``
+replace the saved command's (e.g. ``--output_path`` when the first one was not writable). ``DIR``
+is removed once the results are written.
+"""
+from __future__ import annotations
+
+import shutil
+import sys
+
+from ..answers import SavedAnswersError, load
+from ..models.replay import NAME as REPLAY
+
+REPLACED = {"--model", "--model_args", "-a", "--tasks", "-t"}
+
+
+def _without(flags: list[str], names: set[str]) -> list[str]:
+    """``flags`` without the options in ``names`` and their values (``--flag value...`` and ``--flag=value``)."""
+    kept, skipping = [], False
+    for flag in flags:
+        if flag.startswith("-"):
+            skipping = flag.split("=", 1)[0] in names
+            if skipping:
+                continue
+        elif skipping:
+            continue
+        kept.append(flag)
+    return kept
+
+
+def resume_arguments(folder: str, extra: list[str]) -> list[str]:
+    """The ``lm-eval-ext run`` flags that replay the saved run in ``folder`` (then ``extra``)."""
+    from ..boundary import parse_run_args
+
+    saved = load(folder)
+    if saved.run_args() is None:
+        raise SavedAnswersError(
+            f"The answers in {folder} come from a run started from Python ({' '.join(saved.command)[:120]}), not "
+            f"from the lm_eval or lm-eval-ext command: replay them with lm_eval.simple_evaluate(model={REPLAY!r}, "
+            f"model_args={{'answers': {str(folder)!r}}}, tasks={saved.tasks!r}, ...) and the run's other arguments.")
+    flags = saved.command[1:]
+    flags = flags[1:] if flags[:1] == ["run"] else flags
+    overridden = {flag.split("=", 1)[0] for flag in extra if flag.startswith("-")}
+    base = _without(flags, REPLACED | overridden)
+    original = parse_run_args(flags)
+    dropped = [t for t in original.tasks or [] for t in str(t).split(",") if t and t not in saved.tasks]
+    if dropped:
+        print(f"lm-eval-ext: note: {', '.join(dropped)} saved no answers of their own in {folder} (groups and tags "
+              f"are resumed through their tasks: {', '.join(saved.tasks)})", file=sys.stderr)
+    return [*base, "--model", REPLAY, "--model_args", f"answers={folder}", "--tasks", ",".join(saved.tasks), *extra]
+
+
+def main(folder: str, extra: list[str]) -> int:
+    """Resume the run saved in ``folder``."""
+    from .run import main as run_main
+
+    argv = resume_arguments(folder, extra)
+    print(f"lm-eval-ext: resuming: lm-eval-ext run {' '.join(argv)}", file=sys.stderr)
+    code = run_main(argv)
+    shutil.rmtree(folder, ignore_errors=True)  # run_main raised if the results were not written
+    return code

@@ -1,0 +1,59 @@
+"""``ext-replay``: a harness model that answers every request from a run's saved answers (lm_eval_ext.answers).
+
+``lm-eval-ext resume DIR`` runs the saved run's command again with ``--model ext-replay
+--model_args answers=DIR``: generation is not repeated, only scoring. A request is matched to
+its saved response by task, document and request index; one without a saved response is an
+error (the run being resumed did not ask it). The results record the original model: its name
+and arguments (from the saved command) replace the replay model's in the results' ``config``,
+with ``resumed_from`` naming the directory.
+"""
+from __future__ import annotations
+
+from lm_eval.api.model import LM
+
+from ..answers import SavedAnswersError, load
+
+NAME = "ext-replay"
+
+
+class ReplayLM(LM):
+    """Answers from saved responses (module docstring)."""
+
+    def __init__(self, answers: str, batch_size=None, max_batch_size=None, device=None) -> None:
+        super().__init__()
+        self.saved = load(answers)
+        args = self.saved.run_args()
+        self.original = {"resumed_from": str(self.saved.folder)}
+        if args is not None:
+            self.original |= {"model": args.model, "model_args": args.model_args or {}}
+
+    def _answer(self, request):
+        try:
+            resps = self.saved.responses[request.task_name][request.doc_id, request.idx]
+        except KeyError:
+            raise SavedAnswersError(
+                f"{self.saved.folder} holds no saved answer for {request.task_name} document {request.doc_id} "
+                f"(request {request.idx}): resume a run with the command it was started with (same --tasks, "
+                "--limit, --samples).") from None
+        (response,) = resps  # one response per request (repeats are not replayed)
+        return tuple(response) if request.request_type.startswith("loglikelihood") else response
+
+    def loglikelihood(self, requests):
+        """The saved (log-probability, is-greedy) of each request."""
+        return [self._answer(r) for r in requests]
+
+    def loglikelihood_rolling(self, requests):
+        """The saved rolling log-likelihood of each request."""
+        return [self._answer(r) for r in requests]
+
+    def generate_until(self, requests):
+        """The saved generation of each request."""
+        return [self._answer(r) for r in requests]
+
+    def ext_conversation(self, requests):
+        """The saved record of each conversation turn (the request type boundary.CONVERSATION)."""
+        return [self._answer(r) for r in requests]
+
+    def get_model_info(self) -> dict:
+        """The original model's name and arguments, and where its answers were replayed from."""
+        return dict(self.original)

@@ -1,0 +1,145 @@
+"""A run that cannot succeed stops before the model is loaded: one paragraph per problem, exit 2.
+
+``lm-eval-ext check`` and ``lm-eval-ext run`` check names, flags, the output path, the data and the
+judge first. The scripted model's calls log shows that nothing was generated; no test waits for a
+model to load, so every failure here comes within seconds of the command's start.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from helpers.judge import answering_the_probe, judge_calls
+from lm_eval_ext.testing.stub_openai import StubOpenAIServer
+
+KEY_ENV = "LMX_PREFLIGHT_KEY"
+KEY = "sk-preflight-test-key-0123456789abcdef"
+
+
+def _paragraphs(stderr: str) -> list[str]:
+    """The failure paragraphs of a preflight error (after its first line)."""
+    assert "check(s) failed before the model was loaded" in stderr, stderr[-3000:]
+    return [p for p in stderr.split("check(s) failed before the model was loaded:", 1)[1].strip().split("\n\n") if p]
+
+
+def _canned(tmp_path: Path) -> list[str]:
+    responses = tmp_path / "responses.json"
+    responses.write_text(json.dumps({"rules": [], "default": "an answer"}))
+    return ["--model", "ext-canned-gen", "--model_args", f"responses={responses},calls_log={tmp_path / 'calls.jsonl'}"]
+
+
+@pytest.mark.parametrize("tasks,expected", [
+    ("lieder_bse", "Unknown task or group 'lieder_bse' in --tasks. Did you mean: lieder_base"),
+    ("elitr_bench_qa_dev_stt", "Did you mean: elitr_bench_qa_dev_st"),
+])
+def test_misspelled_task_names(run_cli, tmp_path, tasks, expected):
+    proc = run_cli(["lm-eval-ext", "run", *_canned(tmp_path), "--tasks", tasks], timeout=300)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    (paragraph,) = _paragraphs(proc.stderr)
+    assert expected in paragraph
+    assert not (tmp_path / "calls.jsonl").exists()
+
+
+def test_every_problem_is_reported_at_once(run_cli, tmp_path):
+    blocker = tmp_path / "a_file"
+    blocker.write_text("")
+    proc = run_cli(["lm-eval-ext", "check", "--model", "hff", "--tasks", "magnifico_direct_base",
+                    "--output_path", str(blocker / "out")], timeout=300)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    model, unsafe, output = _paragraphs(proc.stderr)
+    assert model.startswith("Unknown model 'hff' in --model. Did you mean: hf?")
+    assert "--confirm_run_unsafe_code" in unsafe and unsafe.startswith("magnifico_direct_base")
+    assert output.startswith(f"The output path {blocker / 'out'} cannot be written")
+
+
+@pytest.mark.parametrize("limit", ["0", "-1", "2.5"])
+def test_bad_limits(run_cli, tmp_path, limit):
+    proc = run_cli(["lm-eval-ext", "run", *_canned(tmp_path), "--tasks", "lieder_base", "--limit", limit])
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    (paragraph,) = _paragraphs(proc.stderr)
+    assert paragraph.startswith(f"--limit {float(limit):g}")
+
+
+def test_missing_data_is_found_before_the_model(run_cli, tmp_path):
+    empty = tmp_path / "mirror"
+    empty.mkdir()
+    proc = run_cli(["lm-eval-ext", "run", *_canned(tmp_path), "--tasks", "lieder_base"],
+                   env={"LM_EVAL_EXT_DATA_DIR": str(empty), "LM_EVAL_EXT_OFFLINE": "1"})
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    (paragraph,) = _paragraphs(proc.stderr)
+    assert "Dataset 'lieder': file 'stimuli/base/base_stimuli.jsonl' was not found" in paragraph
+    assert not (tmp_path / "calls.jsonl").exists()
+
+
+def test_items_without_a_database_are_counted_before_the_run(run_cli, data_dir, tmp_path):
+    proc = run_cli(["lm-eval-ext", "check", "--tasks", "magnifico_direct_base", "--confirm_run_unsafe_code",
+                    "--metadata", "interpretations=maximum"], timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    missing = sum(1 for line in (data_dir / "magnifico/magnifico_data/maximum/baseline/test.tsv").read_text()
+                  .splitlines()[1:] if line.split("\t")[1].startswith("baseball_1:"))
+    assert missing > 0
+    assert (f"note: magnifico_direct_base: {missing} of 113 items will be left out ({missing} whose Spider database "
+            f"is missing: baseball_1 ({missing} items); 0 whose gold query fails)") in proc.stdout
+
+
+def _judged_run(run_cli, tmp_path, judge_flags: list[str], env: dict, command=("lm-eval-ext", "run")):
+    return run_cli([*command, *_canned(tmp_path), "--tasks", "elitr_bench_qa_dev_st", "--limit", "2",
+                    "--metadata", *judge_flags, "judge_cache=none"], env=env, timeout=600)
+
+
+def test_judge_without_a_key(run_cli, data_dir, tmp_path):
+    proc = _judged_run(run_cli, tmp_path, ["judge_base_url=http://127.0.0.1:9/v1", f"judge_api_key_env={KEY_ENV}"], {})
+    assert proc.returncode == 2
+    (paragraph,) = _paragraphs(proc.stderr)
+    assert f"The judge needs an API key in the environment variable {KEY_ENV}, which is not set" in paragraph
+    assert not (tmp_path / "calls.jsonl").exists()
+
+
+@pytest.mark.parametrize("case,stub,expected", [
+    ("wrong key", {"fail_status": 401, "models": ()}, "refused a one-line probe"),
+    ("model not served", {"models": ["another-model"]}, "does not serve the model 'gpt-4-0613'"),
+    ("no score in the reply", {"text": "I would rather not grade.", "models": ()}, "holds no score the boxed parser reads"),
+])
+def test_judge_that_cannot_judge(run_cli, data_dir, tmp_path, case, stub, expected):
+    with StubOpenAIServer(**stub) as srv:
+        proc = _judged_run(run_cli, tmp_path, [f"judge_base_url={srv.base_url}", f"judge_api_key_env={KEY_ENV}"],
+                           {KEY_ENV: KEY})
+        assert len([r for r in srv.requests if r["method"] == "POST"]) <= 1  # one probe at most
+    assert proc.returncode == 2, case
+    (paragraph,) = _paragraphs(proc.stderr)
+    assert expected in paragraph and KEY not in proc.stderr
+    assert not (tmp_path / "calls.jsonl").exists()
+
+
+def test_unreachable_judge_with_the_plain_harness_stops_before_generating(run_cli, data_dir, tmp_path):
+    """Plain lm_eval: the task checks its judge when the harness builds its requests, before any generation."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    proc = _judged_run(run_cli, tmp_path, [f"judge_base_url=http://127.0.0.1:{port}/v1", f"judge_api_key_env={KEY_ENV}"],
+                       {KEY_ENV: KEY}, command=("lm_eval", "run"))
+    assert proc.returncode != 0
+    assert f"The judge at 127.0.0.1:{port}" in proc.stderr and "cannot be reached" in proc.stderr
+    assert not (tmp_path / "calls.jsonl").exists()
+
+
+def test_predict_only_needs_no_judge(run_cli, data_dir, tmp_path):
+    proc = run_cli(["lm-eval-ext", "check", "--tasks", "elitr_bench_qa_dev_st", "--predict_only", "--output_path",
+                    str(tmp_path / "out")], env={"OPENAI_API_KEY": ""}, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "every check passed" in proc.stdout and "not checked: --predict_only" in proc.stdout
+
+
+def test_check_with_judge_flags_probes_the_judge_once(run_cli, data_dir, tmp_path):
+    with StubOpenAIServer(responder=answering_the_probe(lambda request: "\\boxed{5}"), models=["gpt-4o"]) as srv:
+        proc = run_cli(["lm-eval-ext", "check", "--tasks", "elitr_bench_qa_dev_st,elitr_bench_qa_dev_mt",
+                        "--judge-base-url", srv.base_url, "--judge-model", "gpt-4o", "--judge-api-key-env", KEY_ENV],
+                       env={KEY_ENV: KEY}, timeout=600)
+        posts = [r for r in srv.requests if r["method"] == "POST"]
+        assert not judge_calls(srv) and len(posts) == 1  # the same judge for both tasks: probed once
+        assert posts[0]["body"]["model"] == "gpt-4o"
+    assert proc.returncode == 0, proc.stderr[-3000:]
