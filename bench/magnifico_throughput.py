@@ -51,7 +51,7 @@ def bench_scoring(workers: int | None, repeat: int) -> None:
     import csv
 
     from lm_eval_ext.data import DataError, resolve_file, spider_database_path
-    from lm_eval_ext.magnifico import execution
+    from lm_eval_ext.magnifico import execution, replies
     from lm_eval_ext.magnifico.examples import parse_question
 
     root = resolve_file("magnifico", "interpretations.json").parent / "magnifico_data"
@@ -71,7 +71,7 @@ def bench_scoring(workers: int | None, repeat: int) -> None:
         started = time.perf_counter()
         golds = scorer.gold_results(items)
         kept = [(item, gold) for item, gold in zip(items, golds) if gold.ok]
-        predictions = [(db, execution.prediction_sql(sql[len("select "):] if sql.lower().startswith("select ") else sql))
+        predictions = [(db, replies.prediction_sql(sql[len("select "):] if sql.lower().startswith("select ") else sql))
                        for (db, sql), _ in kept]
         # compared with the gold rows in the workers, as the harness filter does
         results = scorer.pool.run([(db, sql, scorer.against(gold, gold_sql))

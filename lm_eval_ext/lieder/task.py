@@ -2,6 +2,10 @@
 
 Used from the task YAMLs as ``class: !function lm_eval_ext.lieder.task.LiederTask`` and
 ``custom_dataset: !function lm_eval_ext.lieder.task.load_stimuli``.
+
+Log-probabilities from a completions server that cannot give them (it ignores ``echo``, or returns
+no generated token) stop the run with one paragraph; for a model behind a server (``base_url`` among
+the model arguments) each document carries one check request for that (server_check.py).
 """
 from __future__ import annotations
 
@@ -13,6 +17,7 @@ from ..errors import UserError
 from ..task_base import ExtTask
 from .comparisons import STIMULUS_SETS
 from .scoring import family_metric_names, score_group
+from .server_check import check_arguments, check_logprobs, server_url
 from .stimuli import read_groups
 
 
@@ -36,6 +41,7 @@ class LiederTask(ExtTask):
     def __init__(self, config: dict | None = None, **kwargs) -> None:
         super().__init__(config=config, **kwargs)
         self.stimulus_set = self.config.dataset_kwargs["stimulus_set"]
+        self.server = server_url(self.config.metadata or {})
 
     def subset_metrics(self) -> dict:
         """``acc_family_<family>`` (and ``acc_rel_family_<family>``): one family's documents only."""
@@ -57,20 +63,23 @@ class LiederTask(ExtTask):
         return ""
 
     def construct_requests(self, doc: dict, ctx: str, **kwargs) -> list[Instance]:
-        """One ``loglikelihood(context, " " + continuation)`` request per row, in row order."""
+        """One ``loglikelihood(context, " " + continuation)`` request per row, in row order; for a model
+        behind a server, then the server check request (server_check.py), which is not scored."""
         kwargs.pop("apply_chat_template", None)
         kwargs.pop("chat_template", None)
-        return [
-            Instance(
-                request_type="loglikelihood",
-                doc=doc,
-                arguments=(row["context"], " " + row["continuation"]),
-                idx=i,
-                **kwargs,
-            )
-            for i, row in enumerate(doc["rows"])
-        ]
+        arguments = [(row["context"], " " + row["continuation"]) for row in doc["rows"]]
+        if self.server:
+            arguments.append(check_arguments(doc))
+        return [Instance(request_type="loglikelihood", doc=doc, arguments=args, idx=i, **kwargs)
+                for i, args in enumerate(arguments)]
 
     def document_metrics(self, doc: dict, results: list[tuple[float, bool]]) -> dict[str, float]:
-        """Comparison outcomes of this group; each row's log-probability is in the sample's ``resps``."""
-        return score_group(doc, [logprob for logprob, _ in results], self.stimulus_set)
+        """Comparison outcomes of this group; each row's log-probability is in the sample's ``resps``.
+
+        Stops the run (:class:`~lm_eval_ext.lieder.server_check.ServerLogprobsError`) when the
+        log-probabilities show a server that cannot give them.
+        """
+        logprobs = [logprob for logprob, _ in results]
+        rows = len(doc["rows"])
+        check_logprobs(self.config.task, doc, logprobs[:rows], logprobs[rows:], self.server)
+        return score_group(doc, logprobs[:rows], self.stimulus_set)

@@ -9,10 +9,14 @@ shared by all tasks); predictions are executed in parallel worker processes
 which sees every response of the task at once. Each prediction goes to its worker with the
 gold rows and is compared there: only the verdict comes back, so the memory of this process
 does not depend on what the model's queries return (docs/magnifico.md has the figures). The filter's output per response is a
-small record (the predicted query, whether it executed, the error, ``ex``, ``em``) as a
-JSON string: it is what ``process_results`` scores and what ``--log_samples`` shows as
-``filtered_resps`` (the harness writes filtered responses with ``str()``, so JSON keeps
-them machine-readable).
+small record (the predicted query, whether it executed, the error, ``ex``, ``em``, and whether
+the reply had to be normalised) as a JSON string: it is what ``process_results`` scores and what
+``--log_samples`` shows as ``filtered_resps`` (the harness writes filtered responses with
+``str()``, so JSON keeps them machine-readable); the raw reply stays in ``resps``.
+
+Which query a reply gives depends on the path the task recorded for the run
+(``reply_format`` in the task's metadata, :mod:`lm_eval_ext.magnifico.replies`): ``completion``
+(the paper's) or ``chat`` (with a chat template: the reply is normalised once).
 """
 from __future__ import annotations
 
@@ -24,6 +28,9 @@ from functools import lru_cache
 from ..errors import UserError
 from ..sql import COMPARISONS, Against, Limits, QueryResult, query_orders, shared_pool
 from ..task_base import RunAwareFilter
+from .replies import reply_query
+
+REPLY_FORMATS = ("completion", "chat")
 
 
 class ExecutionOptionError(UserError):
@@ -74,11 +81,6 @@ def database_path(db_id: str) -> str:
     return str(spider_database_path(db_id))
 
 
-def prediction_sql(generation: str) -> str:
-    """The predicted query: the prompt ends with ``SELECT``, so ``"SELECT " + generation.strip()``."""
-    return "SELECT " + generation.strip()
-
-
 def exact_match(pred: str, gold: str) -> int:
     """The authors' EM: equal after stripping and removing every space (case-sensitive)."""
     return int(pred.strip().replace(" ", "") == gold.strip().replace(" ", ""))
@@ -116,30 +118,38 @@ class Scorer:
         ordered = self.options.comparison == "testsuite" and query_orders(gold_sql)
         return Against(gold.rows, self.options.comparison, ordered)
 
-    def score(self, db_paths: list[str], golds: list[str], generations: list[str]) -> list[dict]:
-        """One record per prediction: ``prediction``, ``executed``, ``error``, ``ex``, ``em``."""
-        predictions = [prediction_sql(g) for g in generations]
+    def score(self, db_paths: list[str], golds: list[str], generations: list[str], chat: bool = False) -> list[dict]:
+        """One record per reply: ``prediction`` (the executed query), ``executed``, ``error``, ``ex``, ``em``,
+        ``normalized`` (the reply had to be normalised: chat path only, :mod:`~lm_eval_ext.magnifico.replies`)."""
+        queries = [reply_query(g, chat) for g in generations]
         gold_results = self.gold_results(list(zip(db_paths, golds)))
         against = [self.against(gold, gold_sql) for gold, gold_sql in zip(gold_results, golds)]
-        pred_results = self.pool.run(list(zip(db_paths, predictions, against)))
-        return [{"prediction": pred_sql, "executed": pred.ok, "error": pred.error, "ex": int(bool(pred.match)),
-                 "em": exact_match(pred_sql, gold_sql)}
-                for pred_sql, gold_sql, pred in zip(predictions, golds, pred_results)]
+        pred_results = self.pool.run([(db, query.sql, a) for db, query, a in zip(db_paths, queries, against)])
+        return [{"prediction": query.sql, "executed": pred.ok, "error": pred.error, "ex": int(bool(pred.match)),
+                 "em": exact_match(query.sql, gold_sql), "normalized": query.normalized}
+                for query, gold_sql, pred in zip(queries, golds, pred_results)]
 
 
 class SqlExecutionFilter(RunAwareFilter):
     """Harness filter: each response (its first generation) -> the execution record of its query, as JSON.
 
-    Its options come from the run's ``--metadata`` (:func:`execution_options`).
+    Its options come from the run's ``--metadata`` (:func:`execution_options`); the path (completion or
+    chat) from ``reply_format``, which the task records in its metadata when it builds its requests.
     """
 
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
         self.scorer = Scorer(execution_options(self.run.metadata))
+        reply_format = self.run.metadata.get("reply_format")
+        if reply_format not in REPLY_FORMATS:  # the task records it before any filter is built
+            raise RuntimeError(f"{self.run.task}: reply_format {reply_format!r} was not recorded by the task; "
+                               f"expected one of {REPLY_FORMATS}")
+        self.chat = reply_format == "chat"
 
     def apply(self, resps, docs):
         """Execute every predicted query of the task in the sandbox pool, in parallel."""
         resps, docs = list(resps), list(docs)
         generations = [r[0] if isinstance(r, (list, tuple)) else r for r in resps]
-        records = self.scorer.score([database_path(d["db_id"]) for d in docs], [d["gold"] for d in docs], generations)
+        records = self.scorer.score([database_path(d["db_id"]) for d in docs], [d["gold"] for d in docs], generations,
+                                    chat=self.chat)
         return [json.dumps(record, ensure_ascii=False) for record in records]

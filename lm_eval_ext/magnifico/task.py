@@ -7,6 +7,13 @@ Used from the task YAMLs as ``class: !function lm_eval_ext.magnifico.task.Magnif
 ``sqlite_master``), ``interpretations`` (comma- or space-separated subset), ``form_word`` (the
 concept tasks).
 
+With a chat template (``--apply_chat_template``, e.g. ``local-chat-completions``) the task takes its
+chat path (:mod:`lm_eval_ext.magnifico.chat`): the authors' prompt plus one instruction, no stop
+sequences and a larger token budget, and each reply normalised once before it is executed
+(:mod:`lm_eval_ext.magnifico.replies`); every document reports ``replies_normalized`` (0 on the
+completion path). The path is recorded in the task's results metadata (``reply_format``), where the
+``sandbox`` filter reads it.
+
 Items whose Spider database is missing, or whose gold query does not execute, are left out when
 the task is loaded; how many (and which databases) is recorded in the task's results metadata
 (``excluded``), the same on every rank. Prompts longer than the model's context (when it is
@@ -27,6 +34,7 @@ from ..errors import UserError
 from ..metrics.relative import mean_relative_performance
 from ..prompt_length import resolve_budget
 from ..task_base import ExtTask
+from .chat import chat_generation_kwargs, chat_messages
 from .documents import Setting, build_documents
 from .execution import Scorer, database_path, execution_options
 from .interpretations import CATEGORIES
@@ -80,10 +88,16 @@ class MagnificoTask(ExtTask):
         super().__init__(config=config, **kwargs)
         self.with_base = self.setting.base() is not None
         self.per_category = self.setting.scope == "single"
+        # The YAML's (completion) settings, before the harness applies --gen_kwargs to the config:
+        # what differs from them at request time was given on the command line (chat.py).
+        self._yaml_generation = dict(self.config.generation_kwargs or {})
 
     def download(self, dataset_kwargs=None, **kwargs) -> None:
         """Build the documents of this task's setting and leave out the items that cannot be scored."""
         metadata = dict(self.config.metadata or {})
+        if "reply_format" in metadata:
+            raise MagnificoOptionError(f"Task {self.config.task}: --metadata reply_format is not an option: the task "
+                                       "records it (chat with --apply_chat_template, else completion); remove it.")
         setting_args = dict(self.config.dataset_kwargs or {})
         try:
             self.setting = Setting(**setting_args)
@@ -122,6 +136,27 @@ class MagnificoTask(ExtTask):
         """The gold SQL (shown in the per-sample logs; scoring executes it)."""
         return doc["gold"]
 
+    def build_all_requests(self, **kwargs) -> None:
+        """Record the path (chat with a chat template, else completion) and, on the chat path, use the chat
+        generation settings; then build the requests as every plugin task does."""
+        chat = bool(kwargs.get("apply_chat_template"))
+        if chat:
+            self.set_config(key="generation_kwargs",
+                            value=chat_generation_kwargs(self.config.generation_kwargs or {}, self._yaml_generation))
+        self.record_run_info(reply_format="chat" if chat else "completion")
+        super().build_all_requests(**kwargs)
+
+    def fewshot_context(self, doc, num_fewshot, system_instruction=None, apply_chat_template=False,
+                        fewshot_as_multiturn=False, chat_template=None, gen_prefix=None):
+        """The completion prompt as the harness builds it; with a chat template, the chat prompt
+        (the authors' prompt and the chat instruction, chat.py) as one user message."""
+        if not (apply_chat_template and chat_template):
+            return super().fewshot_context(doc, num_fewshot, system_instruction=system_instruction,
+                                           apply_chat_template=apply_chat_template,
+                                           fewshot_as_multiturn=fewshot_as_multiturn, chat_template=chat_template,
+                                           gen_prefix=gen_prefix)
+        return chat_template(chat_messages(self.doc_to_text(doc), system_instruction))
+
     def review_requests(self, instances, chat_template=None, system_instruction=None) -> None:
         """Count the prompts the model's adapter will cut (longer than its context), when the context is known."""
         budget = resolve_budget(self.config.metadata or {})
@@ -137,6 +172,8 @@ class MagnificoTask(ExtTask):
 
     def document_metrics(self, doc: dict, results: list[str]) -> dict:
         """Metric values from the execution record (JSON) the ``sandbox`` filter made for this item."""
-        values = metric_values(doc, json.loads(results[0]), self.with_base, self.per_category)
-        return {**values, "prompts_truncated": int(_key(doc) in self._truncated)}
+        record = json.loads(results[0])
+        values = metric_values(doc, record, self.with_base, self.per_category)
+        return {**values, "prompts_truncated": int(_key(doc) in self._truncated),
+                "replies_normalized": int(record["normalized"])}
 

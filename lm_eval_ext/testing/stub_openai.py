@@ -39,6 +39,10 @@ first: the token itself, and ``"<other>"`` carrying the rest of the probability
 (``log(1 - p)``); so the token is the greedy choice exactly when its probability is at
 least one half (log-prob >= log 0.5, i.e. -0.1..-0.6 with the default function).
 
+**Stop sequences** are ignored unless ``honour_stop=True``: then a reply (chat or completion) is cut
+before the first occurrence of any string of the request's ``stop`` (a string or a list), as OpenAI's
+and vLLM's servers do, the stop string itself left out.
+
 Two broken servers, with ``logprobs_fault``: ``"no_echo"`` ignores ``echo`` (log-probs
 and text of the generated tokens only), ``"no_generated"`` honours ``echo`` but
 generates no token (log-probs of the prompt only).
@@ -158,6 +162,7 @@ class StubOpenAIServer:
         logprob_fn: ``callable(previous_tokens, token) -> float``, the log-prob of each
             token in a completions reply with ``logprobs``; default :func:`scripted_logprob`.
         logprobs_fault: ``None``, ``"no_echo"`` or ``"no_generated"`` (module docstring).
+        honour_stop: cut each reply at the first of the request's ``stop`` strings (module docstring).
         model: the model id of the replies (when the request names none) and, unless ``models`` is
             given, the one model ``GET /v1/models`` lists.
         models: the model ids ``GET /v1/models`` lists; ``()`` answers that route with 404, as a
@@ -191,6 +196,7 @@ class StubOpenAIServer:
         badjson_body: bytes = TRUNCATED_COMPLETION,
         logprob_fn: Callable[[Sequence[int | str], int | str], float] = scripted_logprob,
         logprobs_fault: str | None = None,
+        honour_stop: bool = False,
         model: str = "stub",
         models: Sequence[str] | None = None,
     ) -> None:
@@ -214,6 +220,7 @@ class StubOpenAIServer:
         self.badjson_body = bytes(badjson_body)
         self.logprob_fn = logprob_fn
         self.logprobs_fault = logprobs_fault
+        self.honour_stop = honour_stop
         self.model = model
         self.models = (model,) if models is None else tuple(models)
         self.requests: list[dict] = []
@@ -342,12 +349,21 @@ class StubOpenAIServer:
         return text, {"tokens": strings, "token_logprobs": token_logprobs, "top_logprobs": top_logprobs,
                       "text_offset": offsets}
 
+    def _reply(self, body: dict, text_for: Callable[[dict], str]) -> str:
+        """The reply text for ``body``, cut at its first stop string when ``honour_stop`` is set."""
+        text = text_for(body)
+        stops = body.get("stop") if self.honour_stop else None
+        for stop in [stops] if isinstance(stops, str) else stops or []:
+            if stop:
+                text = text.split(stop, 1)[0]
+        return text
+
     def _completion(self, path: str, body: dict, text_for: Callable[[dict], str]) -> dict:
         """An OpenAI-shaped response for ``body`` (chat or text completion)."""
         n = int(body.get("n") or 1)
         created = int(time.time())
         if path.endswith("/chat/completions"):
-            texts = [text_for(body) for _ in range(n)]
+            texts = [self._reply(body, text_for) for _ in range(n)]
             choices = [
                 {"index": i, "message": {"role": "assistant", "content": t}, "finish_reason": "stop", "logprobs": None}
                 for i, t in enumerate(texts)
@@ -358,7 +374,7 @@ class StubOpenAIServer:
             choices, texts = [], []
             for prompt in prompts:
                 for _ in range(n):
-                    generated = text_for({**body, "prompt": prompt})
+                    generated = self._reply({**body, "prompt": prompt}, text_for)
                     text, logprobs = self._logprobs(prompt, generated, body)
                     texts.append(text)
                     choices.append({"index": len(choices), "text": text, "finish_reason": "stop", "logprobs": logprobs})
