@@ -54,7 +54,8 @@ def test_wandb_and_hub_tracker_on_every_benchmark(run_cli, data_dir, tmp_path):
         out, wandb_dir, _ = _run(
             run_cli, tmp_path, "generation", ["--model", "ext-canned-gen", "--model_args", f"responses={responses}"],
             "litm_qa_oracle,magnifico_direct_base,elitr_bench_qa_dev_st", ["--confirm_run_unsafe_code", "--metadata",
-            f"judge_base_url={srv.base_url}", f"judge_api_key_env={KEY_ENV}", "judge_cache=none"],
+            # JSON: lm-eval 0.4.12 reads --metadata as JSON only (0.4.13 also takes key=value pairs)
+            json.dumps({"judge_base_url": srv.base_url, "judge_api_key_env": KEY_ENV, "judge_cache": "none"})],
             {KEY_ENV: "sk-loggers-test-key-0123456789abcdef"})
     for task in ("litm_qa_oracle", "magnifico_direct_base", "elitr_bench_qa_dev_st"):
         runs[task] = (out, wandb_dir)

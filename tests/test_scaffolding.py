@@ -335,11 +335,10 @@ def test_stub_429_is_retried_by_the_client():
 
     with StubOpenAIServer(fault_sequence=["429", "429"], retry_after="0.05") as srv:
         client = openai.OpenAI(base_url=srv.base_url, api_key="sk-test", max_retries=2)
-        start = time.monotonic()
         assert _chat(client).choices[0].message.content == "stub reply"
-        # Two waits of Retry-After (0.05 s), not the client's default back-off.
-        assert time.monotonic() - start < 0.6
         assert [r["fault"] for r in srv.requests] == ["429", "429", None]
+        # the client's own retries (it numbers them), after the Retry-After the stub sent
+        assert [r["headers"].get("x-stainless-retry-count") for r in srv.requests] == ["0", "1", "2"]
 
 
 @pytest.mark.parametrize(
@@ -383,12 +382,11 @@ def test_stub_serves_concurrently():
 
     with StubOpenAIServer(delay_s=0.2) as srv:
         client = openai.OpenAI(base_url=srv.base_url, api_key="sk-test")
-        start = time.monotonic()
         with concurrent.futures.ThreadPoolExecutor(16) as pool:
             replies = list(pool.map(lambda i: _chat(client, str(i)), range(100)))
-        elapsed = time.monotonic() - start
     assert len(replies) == 100 and srv.call_count == 100
-    assert elapsed < 2.5, f"100 requests x 0.2 s at concurrency 16 took {elapsed:.2f} s"
+    # each request waits 0.2 s inside the server: 16 client threads keep many of them in flight at once
+    assert srv.max_in_flight >= 8, f"at most {srv.max_in_flight} requests were in flight at once"
 
 
 def test_local_chat_completions_against_the_stub(tmp_path):

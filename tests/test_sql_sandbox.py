@@ -134,8 +134,6 @@ def test_hostile_corpus_against_every_database(data_dir, tmp_path):
     elapsed = time.monotonic() - started
 
     assert len(results) == len(queries) and all(r is not None for r in results)
-    too_slow = [(o, r.wall) for o, r in zip(origins, results) if r.wall > TIME_BOUND + 1.0]
-    assert not too_slow, too_slow[:5]
     # every write, attach, pragma change, extension load and file access failed
     succeeded = [o for o, r, fail in zip(origins, results, must_fail) if fail and r.ok]
     assert not succeeded, succeeded[:5]
