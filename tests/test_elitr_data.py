@@ -1,6 +1,6 @@
 """ELITR-Bench data: question sets read from the zips in place, transcripts from the corpus layout, task options.
 
-Counts are the spec's (dev: 10 meetings, 141 questions, 16 differentiating; test2: 8, 130, 17).
+Counts are those of the released question sets (dev: 10 meetings, 141 questions, 16 differentiating; test2: 8, 130, 17).
 """
 from __future__ import annotations
 

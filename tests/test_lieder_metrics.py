@@ -48,7 +48,7 @@ def write_table(data_dir: Path, stimulus_set: str, out: Path) -> Path:
     entries = []
     for line in (data_dir / "lieder" / "stimuli" / stimulus_set / f"{stimulus_set}_stimuli.jsonl").read_text().splitlines():
         record = json.loads(line)
-        # The spec: context = everything up to the final sentence, scored as " " + continuation.
+        # As in the authors' analysis (Zhu & Frank, ACL 2024): context = everything up to the final sentence, scored as " " + continuation.
         context, continuation = record["sent"].rsplit(". ", 1)
         entries.append({"context": context + ".", "continuation": " " + continuation, "logprob": scripted_logprob(record)})
     out.write_text(json.dumps({"entries": entries, "default": None}))

@@ -24,7 +24,7 @@ def _rows(data_dir: Path, relpath: str) -> list[dict]:
 
 
 def _text(question: str) -> str:
-    # the spec: the question text lies between "<db_id>:" and the first " | "
+    # the authors' data format: the question text lies between "<db_id>:" and the first " | "
     return question.split(" | ")[0].split(":", 1)[1].strip()
 
 

@@ -3,7 +3,7 @@
 A *setting* is one task: scope (single-word interpretations, phrase interpretations,
 the dialogue interpretations, or two interpretations at once), prompt type, form and
 position. A novel-interpretation task also holds the items of its *base* setting (the
-spec's base mapping, :meth:`Setting.base`), so that its ``rel_perf`` needs nothing
+setting without the novel interpretation, :meth:`Setting.base`), so that its ``rel_perf`` needs nothing
 from another task; each document says which side it is on (``role``).
 """
 from __future__ import annotations
@@ -18,7 +18,7 @@ SCOPES = ("single", "phrase", "dialogue", "multi")
 PROMPT_TYPES = ("direct", "description", "fewshot", "dialogue")
 POSITIONS = ("start", "mid", "end")
 DIALOGUE_FOLDERS = {"start": "dialogue_data", "mid": "dialogue_data_mid", "end": "dialogue_data_end"}
-# the interpretations that have conversations (spec: "Dialogues")
+# the interpretations that have conversations (the dialogue data of Patel et al., EMNLP 2023)
 DIALOGUE_INTERPRETATIONS = ("average", "city_mv_pa", "lname_fname", "maximum", "more_than_max", "salary_more_than",
                             "value_mode", "yellow_card")
 NOVEL, BASE = "novel", "base"

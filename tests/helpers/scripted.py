@@ -196,7 +196,7 @@ MAGNIFICO_FORM_DIRS = ("baseline", "plausible", "nonsense", "adversarial")
 
 
 def _magnifico_items(data_dir: Path, interpretation: str) -> dict[str, list[tuple[str, str]]]:
-    """{form folder: [(question text, gold SQL)]} of an interpretation's test files (spec: "Reading the TSVs")."""
+    """{form folder: [(question text, gold SQL)]} of an interpretation's test files (the authors' TSV layout)."""
     items = {}
     for form in MAGNIFICO_FORM_DIRS:
         path = data_dir / "magnifico" / "magnifico_data" / interpretation / form / "test.tsv"
