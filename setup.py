@@ -65,7 +65,6 @@ setup(
         "tqdm>=4.59",
         "pooch>=1.8",
         "requests>=2.28",
-        "pyyaml",
         "regex",
         "sqlparse>=0.4",
         "scipy>=1.10",

@@ -270,4 +270,9 @@ def missing_internals() -> list[str]:
          and "self.dbdict" in inspect.getsource(importlib.import_module("lm_eval.api.model").CacheHook))
     need("lm_eval.evaluator.evaluate dispatching requests with getattr(lm, reqtype)",
          lambda: "getattr(lm, reqtype)" in inspect.getsource(importlib.import_module("lm_eval.evaluator").evaluate))
+    evaluate = importlib.import_module("lm_eval.evaluator").evaluate
+    need("lm_eval.evaluator.evaluate padding several processes' requests by task.OUTPUT_TYPE (task_base.py)",
+         lambda: "task.OUTPUT_TYPE" in inspect.getsource(evaluate))
+    need("lm_eval.api.task.Task.instances returning self._instances (task_base.py moves scored documents)",
+         lambda: "return self._instances" in inspect.getsource(importlib.import_module("lm_eval.api.task").Task.instances.fget))
     return missing

@@ -109,7 +109,7 @@ def main(argv: list[str] | None = None) -> None:
             from .commands.run import main as run_main
 
             code = run_main(argv[1:])
-        elif argv[:1] == ["check"] and argv[1:2] != ["--help"]:
+        elif argv[:1] == ["check"]:
             from .commands.check import main as check_main
 
             code = check_main(argv[1:])

@@ -22,7 +22,7 @@ this class adds:
   gives each process a share of the documents (:meth:`rank_documents`; a subclass may keep
   groups together) and at the end gathers each metric from every process under the names
   process 0 reports: a metric missing on process 0 is dropped, one missing elsewhere stops the
-  run (``lm_eval.evaluator.evaluate``, checked on lm-eval 0.4.13). Subset metrics,
+  run (``lm_eval.evaluator.evaluate``, checked on lm-eval 0.4.12 and 0.4.13). Subset metrics,
   and documents that report no accuracy (a skipped prompt), make the names differ between
   processes. So after the filters ran, the processes exchange the names their documents report
   (``torch.distributed``), and a process lacking one receives a scored document that reports it
@@ -99,7 +99,8 @@ class ExtTask(ConfigurableTask):
             # process's last request, so that processes make as many model calls: padded as generate_until,
             # another task's generations would be repeated. Conversation copies cost no call (each turn is
             # generated once). Only the evaluator's padding reads OUTPUT_TYPE of a task whose
-            # construct_requests makes conversation requests (checked on lm-eval 0.4.13).
+            # construct_requests makes conversation requests. Private: no public API sets the padded request
+            # type. Checked on lm-eval 0.4.12, 0.4.13.
             self.OUTPUT_TYPE = CONVERSATION
 
     # -- metrics ------------------------------------------------------------------------------
@@ -265,6 +266,8 @@ class ExtTask(ConfigurableTask):
             outgoing = [(dst, by_doc[doc_id], scores[doc_id]) for doc_id, (src, dst) in moves.items() if src == rank]
             arrived = [None] * world_size
             dist.all_gather_object(arrived, outgoing)
+            # Private: `instances` is read-only in public API and the harness scores the documents held in
+            # `_instances`; moving a scored document is a change of that list. Checked on lm-eval 0.4.12, 0.4.13.
             self._instances = [i for i in self._instances if moves.get(i.doc_id, (rank, rank))[1] == rank]
             for dst, instances, by_key in (item for items in arrived for item in items):
                 if dst == rank:

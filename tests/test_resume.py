@@ -148,3 +148,33 @@ def test_a_judge_lost_during_the_run_names_the_command_that_finishes(run_cli, da
         answered = [r for r in srv.requests if r["method"] == "POST" and r["fault"] is None and not is_probe(r["body"])]
         assert before == 2 and len(answered) - before == N - 2  # the two verdicts given before came from the cache
     assert _results(tmp_path / "out")[-1]["results"][TASK]["score,judge"] == 5.5
+
+
+def test_results_that_cannot_be_written_fail_the_run_and_resume_writes_them(run_cli, tmp_path):
+    """A full disk while the harness writes the results: exit 2, the cut file set aside, resume writes them whole."""
+    table = tmp_path / "table.json"
+    table.write_text(json.dumps({"entries": [], "default": -3.0}))
+    answers = tmp_path / "answers"
+    flags = ["--model", "ext-loglik-table", "--model_args", f"table={table}", "--tasks", "lieder_base", "--limit", "4",
+             "--metadata", json.dumps({"answers_dir": str(answers)})]
+    # RLIMIT_FSIZE makes every file stop growing at 16 kB (Python ignores SIGXFSZ: the write fails with EFBIG),
+    # as a full disk does: the answers fit, the results file (larger) is cut short
+    full_disk = ("import os, resource, sys; resource.setrlimit(resource.RLIMIT_FSIZE, (16384, 16384)); "
+                 "os.execvp(sys.argv[1], sys.argv[1:])")
+    proc = run_cli([sys.executable, "-c", full_disk, "lm-eval-ext", "run", *flags, "--output_path", tmp_path / "out"])
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    (cut,) = (tmp_path / "out").rglob("results_*.json.incomplete")
+    assert cut.stat().st_size == 16384 and not list((tmp_path / "out").rglob("results_*.json"))
+    (saved,) = answers.iterdir()
+    assert (f"lm-eval-ext: error: The run finished but the results file was cut short (set aside as {cut}) (a full "
+            f"disk or a read-only directory?). The answers are saved in {saved}: `lm-eval-ext resume {saved} "
+            "--output_path DIR` scores them again and writes the results to a writable DIR.") in proc.stderr
+
+    resumed = run_cli(["lm-eval-ext", "resume", saved, "--output_path", tmp_path / "again"])
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    (written,) = _results(tmp_path / "again")
+    direct = run_cli(["lm-eval-ext", "run", *flags, "--output_path", tmp_path / "direct"])
+    assert direct.returncode == 0, direct.stderr[-3000:]
+    (expected,) = _results(tmp_path / "direct")
+    assert written["results"] == expected["results"] and written["n-samples"] == expected["n-samples"]
+    assert not saved.exists()  # resume removes the answers once the results are written

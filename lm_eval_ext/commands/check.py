@@ -16,8 +16,16 @@ from .preflight import raise_on_failures, run_checks
 
 def main(argv: list[str]) -> int:
     """Check the run ``argv`` describes (``lm_eval run`` and ``--judge-*`` flags)."""
-    judge = argparse.ArgumentParser(add_help=False)
+    judge = argparse.ArgumentParser(
+        prog="lm-eval-ext check", add_help=False,
+        usage="lm-eval-ext check [flags of `lm_eval run`] [judge flags]",
+        description="Run the checks of `lm-eval-ext run` (task names, flags, output path, data, judge) without "
+                    "loading the model. Takes every flag of `lm_eval run` (`lm_eval run --help` lists them) and "
+                    "the judge flags below, which stand for `--metadata judge_*`.")
     add_judge_options(judge)
+    if {"-h", "--help"} & set(argv):
+        judge.print_help()
+        return 0
     judge_args, run_argv = judge.parse_known_args(argv)
     boundary.activate()
     args = boundary.parse_run_args(run_argv)
