@@ -143,3 +143,10 @@ def test_check_with_judge_flags_probes_the_judge_once(run_cli, data_dir, tmp_pat
         assert not judge_calls(srv) and len(posts) == 1  # the same judge for both tasks: probed once
         assert posts[0]["body"]["model"] == "gpt-4o"
     assert proc.returncode == 0, proc.stderr[-3000:]
+
+
+def test_check_help_lists_the_judge_flags(run_cli):
+    proc = run_cli(["lm-eval-ext", "check", "--help"])
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("usage: lm-eval-ext check [flags of `lm_eval run`] [judge flags]")
+    assert "--judge-model" in proc.stdout and "--judge-check" in proc.stdout
