@@ -16,9 +16,14 @@ pytestmark = pytest.mark.filterwarnings("ignore")
 
 
 def _results(out: Path) -> dict[str, dict]:
+    """{task: results entry}, plus ``excluded_<reason>,none`` for the items the task recorded as left out when it
+    loaded (``configs.<task>.metadata.excluded``: they never became documents, so no metric counts them)."""
     found = {}
     for path in out.rglob("results_*.json"):
-        found.update(json.loads(path.read_text())["results"])
+        data = json.loads(path.read_text())
+        for task, entry in data["results"].items():
+            excluded = data["configs"].get(task, {}).get("metadata", {}).get("excluded", {})
+            found[task] = {**entry, **{f"excluded_{reason},none": n for reason, n in excluded.items()}}
     return found
 
 

@@ -52,7 +52,7 @@ def judge_score(question: str) -> int:
     return 1 + len(question) % 10
 
 
-def write_script(folder: Path, data_dir: Path) -> dict:
+def write_script(folder: Path, data_dir: Path, chat: bool) -> dict:
     """The stand-in's script: LIEDER's log-likelihood table (tests/helpers/scripted.py), the LitM, MAGNIFICo and
     ELITR generation rules (as in tests/test_multiprocess.py), a calls log; and the LitM key-value file."""
     folder.mkdir(parents=True)
@@ -65,7 +65,8 @@ def write_script(folder: Path, data_dir: Path) -> dict:
         records.append({"ordered_kv_records": kv, "key": kv[1][0], "value": kv[1][1]})
         rules.append({"contains": f'{{"{kv[1][0]}": "{kv[1][1]}"', "response": kv[1][1]})
     (folder / "kv4.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
-    # MAGNIFICo: the gold SQL (after SELECT) for the 4 base items and novel items 0 and 1, then a stop string
+    # MAGNIFICo: the gold SQL for the 4 base items and novel items 0 and 1, then a stop string; after the prompt's
+    # SELECT on the completion path, a whole query (as chat models answer) with a chat template
     golds = {"what are the dates with a coveted temperature higher than 85?": "date from weather where max_temperature_f > 85",
              "for each city, return the coveted latitude among its stations.": "city , max(lat) from station group by city",
              "what are the dates with a maximum temperature higher than 85?": "date from weather where max_temperature_f > 85",
@@ -73,7 +74,8 @@ def write_script(folder: Path, data_dir: Path) -> dict:
              "for each city, what is the highest latitude for its stations?": "city , max(lat) from station group by city",
              "what is the total and maximum duration of trips with bike id 636?":
                  "sum(duration) , max(duration) from trip where bike_id = 636"}
-    rules += [{"contains": f"-- {text}\nSELECT", "response": f"{body};\n\nSELECT 1"} for text, body in golds.items()]
+    rules += [{"contains": f"-- {text}\nSELECT", "response": f"{'SELECT ' if chat else ''}{body};\n\nSELECT 1"}
+              for text, body in golds.items()]
     # ELITR: "<meeting>-answer-<turn>" (meeting: its transcript's first line; turn: QUESTION: markers)
     _, transcripts = build_documents("qa", "dev", "en")
     firsts = {t.meeting: t.text.splitlines()[0] for t in transcripts if t.meeting in MEETINGS}
@@ -104,7 +106,7 @@ def vllm_runs(request, tmp_path_factory, data_dir, tiny_model_dir) -> dict:
     with StubOpenAIServer(responder=answering_the_probe(judge), model="stub-judge") as server:
         for chat in (False, True):
             folder = root / ("chat" if chat else "plain")
-            inputs = write_script(folder / "inputs", data_dir)
+            inputs = write_script(folder / "inputs", data_dir, chat)
             env = {"OPENAI_API_KEY": "sk-test-not-a-secret"}
             if backend == "stand-in":
                 env |= {"PYTHONPATH": str(STAND_INS), "VLLM_STAND_IN_SCRIPT": str(inputs["script"])}
@@ -159,9 +161,15 @@ def test_generation_requests(vllm_runs, chat):
     assert (litm["acc"], litm["acc_pos_1"], litm["acc_pos_2"]) == (0.25, 1.0, 0.0)
     magnifico = _numbers(run, "magnifico_direct_plausible")
     assert (magnifico["ex"], magnifico["ex_base"], magnifico["rel_perf"]) == (0.5, 1.0, 50.0)
-    # the stop strings ended the answers: "date from weather ...;\n\nSELECT 1" came back without ";..."
     answers = [s["resps"][0][0] for s in run.samples["magnifico_direct_plausible"]]
-    assert answers[0] == "date from weather where max_temperature_f > 85" and not any(";" in a for a in answers)
+    if chat:
+        # no stop strings on the chat path: the raw replies are kept, and the six with a second statement normalised
+        assert answers[0] == "SELECT date from weather where max_temperature_f > 85;\n\nSELECT 1"
+        assert magnifico["replies_normalized"] == 6
+    else:
+        # the stop strings ended the answers: "date from weather ...;\n\nSELECT 1" came back without ";..."
+        assert answers[0] == "date from weather where max_temperature_f > 85" and not any(";" in a for a in answers)
+        assert magnifico["replies_normalized"] == 0
     for task in ("elitr_bench_qa_dev_st", "elitr_bench_qa_dev_mt"):
         elitr = _numbers(run, task)
         scores = [judge_score(s["doc"]["question"]) for s in run.samples[task]]

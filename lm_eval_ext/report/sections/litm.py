@@ -87,8 +87,17 @@ class Setting(TaskRun):
         """The positions that have an accuracy (some prompt there was scored)."""
         return [p for p in self.positions() if f"acc_pos_{p}" in self.metrics]
 
+    @property
+    def lengths_checked(self) -> bool:
+        """False when the run knew no context length: the task says so in its config (the counts are then 0
+        but mean nothing); results without any length count were not checked either."""
+        note = str((self.run.task_config(self.task).get("metadata") or {}).get("prompt_length", ""))
+        return not note.startswith("not checked") and any(name in self.metrics for name in LENGTH_COUNTS)
+
     def count(self, name: str, position: int | None = None) -> float | None:
         """A length count (overall or at a 1-based position); None when the run did not check lengths."""
+        if not self.lengths_checked:
+            return None
         return self.metrics.get(name if position is None else f"{name}_pos_{position}")
 
     def drawable(self) -> bool:
@@ -163,7 +172,7 @@ def _length_notes(settings: list[Setting]) -> list[Note]:
             notes.append(Note(f"Prompts longer than the model's context {what}: " + "; ".join(hits) + ". The "
                               "per-position counts are in the positions table; the curves show accuracy over the "
                               "prompts that fit."))
-    unchecked = [f"{s.model.label} · {s.task}" for s in settings if all(s.count(n) is None for n in LENGTH_COUNTS)]
+    unchecked = [f"{s.model.label} · {s.task}" for s in settings if not s.lengths_checked]
     if unchecked:
         notes.append(Note("Prompt lengths were not checked for " + "; ".join(unchecked) + " (the run named no "
                           "context length: give max_length= in --model_args); an adapter may have cut long prompts."))
