@@ -22,7 +22,7 @@ SQL executed in the sandbox), ``elitr`` (ELITR-Bench test2: QA single- and multi
 judged by a local stub judge). LitM runs with the prompt-length check on (``max_length=32768``, the
 tests' tiny tokenizer), as a run with a vLLM or hf model does.
 
-    LM_EVAL_EXT_DATA_DIR=../shared/data python bench/memory.py [--benchmarks lieder litm20 litm30 magnifico elitr] [--tracemalloc]
+    LM_EVAL_EXT_DATA_DIR=/path/to/data python bench/memory.py [--benchmarks lieder litm20 litm30 magnifico elitr] [--tracemalloc]
 """
 from __future__ import annotations
 
@@ -107,7 +107,7 @@ def run_child(name: str, work: Path, traced: bool) -> dict:
 
         from lm_eval_ext.testing.stub_openai import StubOpenAIServer
 
-        judge = StubOpenAIServer(text="Feedback: fine.\n\\boxed{7}").__enter__()
+        judge = StubOpenAIServer(text="Feedback: fine.\n\\boxed{7}", model="stub-judge").__enter__()
         os.environ.setdefault("OPENAI_API_KEY", "sk-bench-not-a-secret")
         metadata = {"judge_base_url": judge.base_url, "judge_model": "stub-judge", "judge_cache": "none"}
     if traced:
@@ -157,7 +157,7 @@ def main() -> None:
         traced = f"{r['traced_peak_mb']} MB" if "traced_peak_mb" in r else ""
         print(f"| {r['benchmark']} | {r['documents']:,} | {r['baseline_mb']} MB | {r['peak_mb']} MB | {r['run_mb']} MB | "
               f"{traced} | {r['seconds']} s |")
-    print(f"\nrerun: LM_EVAL_EXT_DATA_DIR=../shared/data python bench/memory.py --benchmarks {' '.join(args.benchmarks)}"
+    print(f"\nrerun: LM_EVAL_EXT_DATA_DIR=/path/to/data python bench/memory.py --benchmarks {' '.join(args.benchmarks)}"
           + (" --tracemalloc" if args.tracemalloc else ""))
 
 
