@@ -6,7 +6,7 @@ cached judge the harness tasks use), with the cache off so that every answer is 
 time this would take 271 x delay; the target (elitr_bench.md) is at most 4.3 s for a 200 ms
 delay at concurrency 16 (ideal: 271 x 0.2 / 16 = 3.4 s).
 
-    LM_EVAL_EXT_DATA_DIR=../shared/data python bench/elitr_judge.py [--delay 0.2] [--concurrency 16]
+    LM_EVAL_EXT_DATA_DIR=/path/to/data python bench/elitr_judge.py [--delay 0.2] [--concurrency 16]
 """
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ def main() -> None:
     print(f"answers: {len(answers)}, judge calls: {calls}, scored: {report.n_scored}, mean score {report.metrics['score']:.1f}")
     print(f"delay {args.delay * 1000:.0f} ms, concurrency {args.concurrency}: {wall:.2f} s "
           f"(ideal {ideal:.2f} s, one at a time {len(answers) * args.delay:.1f} s)")
-    print(f"rerun: LM_EVAL_EXT_DATA_DIR=../shared/data python bench/elitr_judge.py --delay {args.delay} "
+    print(f"rerun: LM_EVAL_EXT_DATA_DIR=/path/to/data python bench/elitr_judge.py --delay {args.delay} "
           f"--concurrency {args.concurrency}")
 
 

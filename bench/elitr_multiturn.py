@@ -9,7 +9,7 @@ questions of the 10 dev meetings (QA set, multi-turn): once with all meetings in
 (ten evaluations, one conversation each). Model loading is not timed; the time spent generating
 (inside the runner) and the whole evaluations (which also load the task's data each time) are.
 
-    LM_EVAL_EXT_DATA_DIR=../shared/data python bench/elitr_multiturn.py [--layers 2 --hidden 64] [--turns 4] [--lines 2] [--max-gen-toks 64]
+    LM_EVAL_EXT_DATA_DIR=/path/to/data python bench/elitr_multiturn.py [--layers 2 --hidden 64] [--turns 4] [--lines 2] [--max-gen-toks 64]
 """
 from __future__ import annotations
 
@@ -116,7 +116,7 @@ def main() -> None:
         print(f"{'batched across meetings':<26}{batched[1]:>13.2f}{batched[0]:>20.2f}")
         print(f"{'one meeting at a time':<26}{sequential[1]:>13.2f}{sequential[0]:>20.2f}")
         print(f"{'ratio':<26}{sequential[1] / batched[1]:>12.1f}x{sequential[0] / batched[0]:>19.1f}x")
-        print(f"rerun: LM_EVAL_EXT_DATA_DIR=../shared/data python bench/elitr_multiturn.py --layers {args.layers} "
+        print(f"rerun: LM_EVAL_EXT_DATA_DIR=/path/to/data python bench/elitr_multiturn.py --layers {args.layers} "
               f"--hidden {args.hidden} --turns {args.turns} --lines {args.lines} --max-gen-toks {args.max_gen_toks} "
               f"--repeats {args.repeats}")
     finally:

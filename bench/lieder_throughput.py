@@ -4,7 +4,7 @@ Builds a random Llama offline (default: 12 layers, hidden 768, 1,000-token BPE
 vocabulary; `--layers 2 --hidden 64` for the tests' tiny model), then times the whole command
 at each batch size, start-up included, as a user would see it.
 
-    LM_EVAL_EXT_DATA_DIR=../shared/data python bench/lieder_throughput.py [--layers 12 --hidden 768] [--batch-sizes 1 8 32]
+    LM_EVAL_EXT_DATA_DIR=/path/to/data python bench/lieder_throughput.py [--layers 12 --hidden 768] [--batch-sizes 1 8 32]
 """
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ def main() -> None:
             subprocess.run(command, check=True, env=env, cwd=work, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             wall = time.perf_counter() - started
             print(f"{batch:>5}  {wall:>7.1f}  {REQUESTS / wall:>10.1f}")
-        print("rerun: LM_EVAL_EXT_DATA_DIR=../shared/data python bench/lieder_throughput.py "
+        print("rerun: LM_EVAL_EXT_DATA_DIR=/path/to/data python bench/lieder_throughput.py "
               f"--layers {args.layers} --hidden {args.hidden} --batch-sizes {' '.join(map(str, args.batch_sizes))}")
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -8,7 +8,7 @@ produce as large a result as the sandbox's limits let through (100,000 rows, 64 
 samples the resident memory of this process and of every process under it (the forkserver and
 the workers) every 20 ms, from /proc (Linux).
 
-    LM_EVAL_EXT_DATA_DIR=../shared/data python bench/magnifico_hostile_memory.py [--items N] [--workers 2]
+    LM_EVAL_EXT_DATA_DIR=/path/to/data python bench/magnifico_hostile_memory.py [--items N] [--workers 2]
 """
 from __future__ import annotations
 
@@ -123,7 +123,7 @@ def main() -> None:
               f"ex {sum(r['ex'] for r in done)}" + (f"; refused: {sorted(errors)}" if errors else ""))
     print(f"peak RSS: scoring process {monitor.peak_parent / mb:,.0f} MB (before scoring {baseline / mb:,.0f} MB), "
           f"largest worker {monitor.peak_worker / mb:,.0f} MB, process tree {monitor.peak_total / mb:,.0f} MB")
-    print("rerun: LM_EVAL_EXT_DATA_DIR=../shared/data python bench/magnifico_hostile_memory.py"
+    print("rerun: LM_EVAL_EXT_DATA_DIR=/path/to/data python bench/magnifico_hostile_memory.py"
           + (f" --items {args.items}" if args.items else "") + f" --workers {args.workers}")
 
 

@@ -8,7 +8,7 @@ prediction, through the same path as the harness filter (each distinct gold quer
 once, predictions executed in parallel sandbox workers and compared there); the slowest
 single query is reported. Targets: >= 4,500 prompts/s, >= 1,700 predictions/s.
 
-    LM_EVAL_EXT_DATA_DIR=../shared/data python bench/magnifico_throughput.py [--workers N] [--repeat 3]
+    LM_EVAL_EXT_DATA_DIR=/path/to/data python bench/magnifico_throughput.py [--workers N] [--repeat 3]
 """
 from __future__ import annotations
 
@@ -92,7 +92,7 @@ def main() -> None:
     args = parser.parse_args()
     bench_prompts(args.repeat)
     bench_scoring(args.workers, args.repeat)
-    print("rerun: LM_EVAL_EXT_DATA_DIR=../shared/data python bench/magnifico_throughput.py"
+    print("rerun: LM_EVAL_EXT_DATA_DIR=/path/to/data python bench/magnifico_throughput.py"
           + (f" --workers {args.workers}" if args.workers else "") + f" --repeat {args.repeat}")
 
 

@@ -25,7 +25,8 @@ _NAME_KEYS = ("peft", "delta", "pretrained", "model", "path", "engine")
 # the name, so that tokenizer= or max_tokens= stay visible); reports and exports show them redacted.
 _SECRET = re.compile(r"(?:^|_)(?:api_?key|key|token|secret|password|passwd|auth|authorization|credentials?)(?:$|_)", re.I)
 REDACTED = "<redacted>"
-# The model argument naming the wrapped model of a multi-turn run (lm_eval_ext/models/multiturn.py).
+# The model argument naming the wrapped model in results of multi-turn runs made by lm-eval-ext before
+# multi-turn tasks ran with any harness model (`--model ext-multiturn --model_args inner_model=M,...`).
 _INNER = "inner_model"
 # model_args that say how a model was run, not which model it is: runs differing only in these are one
 # model (seed runs of an API model pass seed=S; a report lists the differences, Model.differences).
@@ -87,8 +88,7 @@ class Run:
     def model_source(self) -> str:
         """The harness model type (``hf``, ``vllm``, ``local-chat-completions``, ...).
 
-        For a multi-turn run, ``lm-eval-ext run`` wraps the user's model (``--model ext-multiturn
-        --model_args inner_model=M,...``): the type is the inner model's.
+        In results of earlier versions' multi-turn wrapper (:data:`_INNER`), the type is the inner model's.
         """
         return str(self.model_args.get(_INNER) or self.data.get("model_source") or self.config.get("model") or "unknown")
 
