@@ -149,6 +149,11 @@ def test_user_errors_are_one_paragraph(capsys, tmp_path):
     bad.write_text('{"doc": {"question": "q"}}\n')
     code, _, err = cli(capsys, "elitr", "score", str(bad), "--from-file")
     assert code == 2 and "not a sample of an ELITR-Bench task" in err
+    latin1 = tmp_path / "latin1.json"
+    latin1.write_bytes('{"a": "café"}\n'.encode("latin-1"))
+    code, _, err = cli(capsys, "elitr", "score", str(latin1), "--from-file")
+    assert code == 2 and "Traceback" not in err
+    assert "latin1.json is not UTF-8 text (byte 10 cannot be decoded)" in err
 
 
 @pytest.mark.slow

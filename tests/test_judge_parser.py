@@ -201,3 +201,15 @@ def test_every_option_is_documented():
             assert re.search(rf"`{re.escape(name)}`", docs), f"{name} ({option.name}) missing from docs/judge.md"
     for judge in JUDGES:
         assert f"`{judge}`" in docs
+
+
+def test_on_by_default_flags_can_be_turned_off():
+    import argparse
+
+    from lm_eval_ext.judge.cli import add_judge_options, judge_flags_as_metadata
+
+    parser = argparse.ArgumentParser()
+    add_judge_options(parser)
+    assert judge_flags_as_metadata(parser.parse_args(["--no-judge-check"])) == {"judge_check": False}
+    assert judge_flags_as_metadata(parser.parse_args(["--judge-check"])) == {"judge_check": True}
+    assert judge_flags_as_metadata(parser.parse_args([])) == {}

@@ -141,7 +141,13 @@ def parse_samples(lines: list[str], source: str, model_name: str) -> list[Answer
 def load_answers(path: str, *, score_field: str = PUBLISHED_SCORE_FIELD, model_name: str | None = None) -> tuple[list[Answer], str]:
     """Every answer in ``path`` (see the module docstring) and the source's name."""
     raw, source = read_source(path)
-    text = raw.decode("utf-8")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise ResponsesFormatError(
+            f"{source} is not UTF-8 text (byte {err.start} cannot be decoded): give the published answers file or a "
+            "samples_<task>_<date>.jsonl file written with --log_samples, as UTF-8 (e.g. `iconv -f latin1 -t utf-8`)."
+        ) from None
     try:
         data = json.loads(text)
     except ValueError:

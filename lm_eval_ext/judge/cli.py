@@ -24,7 +24,9 @@ def add_judge_options(parser: argparse.ArgumentParser) -> None:
     for option in OPTIONS:
         flag, dest = cli_flag(option.name), _DEST + option.name
         if option.metadata["kind"] is bool:
-            group.add_argument(flag, dest=dest, action="store_true", default=None, help=option.metadata["help"])
+            # --flag / --no-flag: a flag whose default is on (check) must be able to turn it off
+            group.add_argument(flag, dest=dest, action=argparse.BooleanOptionalAction, default=None,
+                               help=option.metadata["help"] + f" (default: {'on' if option.default else 'off'})")
         else:
             default = "" if option.default is None else f" (default: {option.default})"
             group.add_argument(flag, dest=dest, default=None, metavar=option.name.upper(),

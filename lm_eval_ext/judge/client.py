@@ -226,8 +226,7 @@ class JudgeClient:
                 f"The judge endpoint {self.host} {what} (HTTP {status}: {message}). Model: {model!r}; "
                 f"key from ${self.config.api_key_env}. Check the key variable ({cli_flag('api_key_env')}), the model "
                 f"({cli_flag('model')} / --metadata {metadata_name('model')}=...) and the base URL "
-                f"({cli_flag('base_url')}; it must be the API root, e.g. https://api.openai.com/v1); replies judged "
-                "before this one are cached."
+                f"({cli_flag('base_url')}; it must be the API root, e.g. https://api.openai.com/v1)."
             )
         return ItemRejected(f"HTTP {status} from {self.host}: {message}")
 

@@ -247,8 +247,8 @@ class Judge:
                   + f"; {self.stats.calls} calls, {sum(self.stats.retries.values())} transport retries"
                   + (f" ({retries})" if retries else "") + f", {self.stats.reasks} re-asks")
         if failures:
-            log.warning("%s: %d of %d items could not be scored; they are excluded from the means and counted "
-                        "as judge failures", what, failures, len(results))
+            log.warning("%s: %d of %d items could not be scored: they are counted as judge failures (with the judge "
+                        "cache on, a rerun judges only them)", what, failures, len(results))
 
     def _say(self, message: str) -> None:
         log.info(message)
