@@ -150,7 +150,7 @@ def test_a_judge_lost_during_the_run_names_the_command_that_finishes(run_cli, da
     assert _results(tmp_path / "out")[-1]["results"][TASK]["score,judge"] == 5.5
 
 
-def test_results_that_cannot_be_written_fail_the_run_and_resume_writes_them(run_cli, tmp_path):
+def test_results_that_cannot_be_written_fail_the_run_and_resume_writes_them(run_cli, data_dir, tmp_path):
     """A full disk while the harness writes the results: exit 2, the cut file set aside, resume writes them whole."""
     table = tmp_path / "table.json"
     table.write_text(json.dumps({"entries": [], "default": -3.0}))
