@@ -1,13 +1,24 @@
 """Packaging for lm-eval-ext (see docs/dependencies.md for why each dependency is here)."""
+import ast
 from pathlib import Path
 
 from setuptools import find_packages, setup
 from setuptools.command.build_py import build_py
 
 ROOT = Path(__file__).parent
-# The start-up hook that lets a plain `lm_eval` find the plugin (lm_eval_ext/autoload.py); it
+# The start-up hook that lets a plain `lm_eval` find the plugin (lm_eval_ext/startup_hook.py); it
 # sits at the top of site-packages, so `pip uninstall` removes it with the rest (RECORD).
-PTH_NAME, PTH_LINE = "lm_eval_ext_autoload.pth", "import lm_eval_ext.autoload\n"
+PTH_NAME = "lm_eval_ext_autoload.pth"
+
+
+def pth_line() -> str:
+    """The hook's source as one `.pth` line: Python runs a line that starts with `import` at every start, and
+    running the source there imports nothing of the plugin (an `import lm_eval_ext...` line would)."""
+    tree = ast.parse((ROOT / "lm_eval_ext" / "startup_hook.py").read_text(encoding="utf-8"))
+    for node in (tree, *(n for n in ast.walk(tree) if isinstance(n, (ast.ClassDef, ast.FunctionDef)))):
+        if ast.get_docstring(node) is not None:  # docstrings cost compile time at every start, and say nothing there
+            node.body = node.body[1:]
+    return f"import sys; exec({ast.unparse(tree)!r}, {{'__name__': 'lm_eval_ext_startup_hook'}})\n"
 
 
 def _version() -> str:
@@ -35,7 +46,7 @@ class BuildPyWithStartupHook(build_py):
         # directory (the install command's install_lib); a wheel takes build_lib as it is.
         top = self.get_finalized_command("install").install_lib if self.editable_mode else self.build_lib
         Path(top).mkdir(parents=True, exist_ok=True)
-        (Path(top) / PTH_NAME).write_text(PTH_LINE, encoding="utf-8")
+        (Path(top) / PTH_NAME).write_text(pth_line(), encoding="utf-8")
 
 
 setup(

@@ -74,6 +74,22 @@ def test_a_broken_plugin_is_one_warning_and_the_harness_goes_on(run_cli):
     assert proc.stdout.split() == ["HFLM", "False"]  # the harness works, without the plugin's tasks
 
 
+def test_a_plugin_that_cannot_be_imported_is_one_warning_and_the_harness_goes_on(run_cli):
+    code = (
+        "import sys\n"
+        "sys.modules['lm_eval_ext.autoload'] = None  # importing it now raises ImportError, as a broken install does\n"
+        "from lm_eval.tasks import TaskManager\n"
+        "from lm_eval.api.registry import get_model\n"
+        "print(get_model('hf').__name__, 'lieder_base' in TaskManager(include_defaults=False).all_tasks)\n"
+    )
+    proc = run_cli([sys.executable, "-c", code])
+    assert proc.returncode == 0, proc.stderr
+    warnings = [line for line in proc.stderr.splitlines() if line.startswith("lm-eval-ext: warning")]
+    assert len(warnings) == 1 and "(ModuleNotFoundError: import of lm_eval_ext.autoload" in warnings[0]
+    assert "LM_EVAL_EXT_AUTOLOAD=0" in warnings[0]
+    assert proc.stdout.split() == ["HFLM", "False"]
+
+
 def test_a_harness_that_discovers_plugins_itself_is_left_alone():
     from types import SimpleNamespace
 
@@ -147,19 +163,26 @@ def test_install_then_uninstall_in_a_fresh_venv(tmp_path, run_cli, editable):
     site = Path(subprocess.check_output([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                                         text=True).strip())
     before = set(site.iterdir())
+    # --ignore-installed: the fresh venv sees this venv's lm-eval-ext through its path entry, and pip would
+    # take it as already installed (a non-editable install, as in CI)
     pip = [sys.executable, "-m", "pip", "--python", str(python)]
     if editable:
-        install = [*pip, "install", "--no-deps", "--no-build-isolation", "-e", str(ROOT)]
+        install = [*pip, "install", "--no-deps", "--ignore-installed", "--no-build-isolation", "-e", str(ROOT)]
     else:
         proc = run_cli([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w", str(tmp_path),
                         str(ROOT)], timeout=300)
         assert proc.returncode == 0, proc.stderr
         (wheel,) = tmp_path.glob("lm_eval_ext-*.whl")
         assert "lm_eval_ext_autoload.pth" in zipfile.ZipFile(wheel).namelist()
-        install = [*pip, "install", "--no-deps", str(wheel)]
+        install = [*pip, "install", "--no-deps", "--ignore-installed", str(wheel)]
     proc = run_cli(install, timeout=300)
     assert proc.returncode == 0, proc.stderr
-    assert (site / "lm_eval_ext_autoload.pth").read_text() == "import lm_eval_ext.autoload\n"
+    hook = (site / "lm_eval_ext_autoload.pth").read_text()
+    assert hook.startswith("import sys; exec(") and hook.count("\n") == 1  # one line, the hook's source
+    # a Python start runs the hook and imports nothing of the plugin
+    proc = run_cli([str(python), "-c", "import sys; print(sys.meta_path[0].__name__, "
+                                       "sorted(m for m in sys.modules if m.startswith('lm_eval_ext')))"])
+    assert proc.stdout.split() == ["LmEvalExtStartupHook", "[]"], proc.stdout + proc.stderr
     proc = _validate(python, run_cli, "lieder_base", "elitr_bench_qa_dev_mt", "magnifico")
     assert proc.returncode == 0 and "All tasks found and valid" in proc.stdout, proc.stdout + proc.stderr
     proc = run_cli([*pip, "uninstall", "-y", "lm-eval-ext"], timeout=300)
