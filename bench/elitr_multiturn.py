@@ -25,13 +25,13 @@ def short_corpus(root: Path, lines: int) -> Path:
     from lm_eval_ext.data import dataset_files, resolve_file
     from lm_eval_ext.elitr.data import CORPUS_ROOT, DATASET
 
-    for spec in dataset_files(DATASET):
-        if spec.path.startswith(f"{CORPUS_ROOT}/dev/"):
-            meeting = spec.path.split("/")[-2]
+    for pinned in dataset_files(DATASET):
+        if pinned.path.startswith(f"{CORPUS_ROOT}/dev/"):
+            meeting = pinned.path.split("/")[-2]
             folder = root / "elitr-minuting-corpus-en" / "dev" / meeting
             folder.mkdir(parents=True, exist_ok=True)
-            text = resolve_file(DATASET, spec.path).read_text(encoding="utf-8").splitlines(keepends=True)
-            (folder / Path(spec.path).name).write_text("".join(text[:lines]), encoding="utf-8")
+            text = resolve_file(DATASET, pinned.path).read_text(encoding="utf-8").splitlines(keepends=True)
+            (folder / Path(pinned.path).name).write_text("".join(text[:lines]), encoding="utf-8")
     return root
 
 

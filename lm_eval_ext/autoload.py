@@ -35,8 +35,8 @@ class _ActivatingLoader:
     def __init__(self, loader, name: str) -> None:
         self._loader, self._name = loader, name
 
-    def create_module(self, spec):
-        return self._loader.create_module(spec)
+    def create_module(self, found):
+        return self._loader.create_module(found)
 
     def exec_module(self, module) -> None:
         self._loader.exec_module(module)
@@ -52,13 +52,13 @@ class _ActivatingLoader:
 
 
 def find_spec(hook, name, path=None, target=None):
-    """The spec the other finders give ``name``, its loader wrapped to activate the plugin once the module ran."""
+    """What the other finders return for ``name``, its loader wrapped to activate the plugin once the module ran."""
     for finder in sys.meta_path:
         if finder is hook or not hasattr(finder, "find_spec"):
             continue
-        spec = finder.find_spec(name, path, target)
-        if spec is not None:
-            if spec.loader is not None and hasattr(spec.loader, "exec_module"):
-                spec.loader = _ActivatingLoader(spec.loader, name)
-            return spec
+        found = finder.find_spec(name, path, target)
+        if found is not None:
+            if found.loader is not None and hasattr(found.loader, "exec_module"):
+                found.loader = _ActivatingLoader(found.loader, name)
+            return found
     return None

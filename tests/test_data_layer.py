@@ -28,7 +28,7 @@ import pytest
 from lm_eval_ext.data import (
     DATASETS,
     DataError,
-    get_spec,
+    pinned_file,
     read_zip_member,
     resolve,
     resolve_file,
@@ -69,7 +69,7 @@ def mirror(data_dir, monkeypatch) -> Path:
 def registered(tmp_path, monkeypatch):
     """``register({path: content})``: a manifest whose dataset ``lieder`` is just these files.
 
-    Returns the FileSpecs by path; their URLs are on a host that cannot resolve, so only the
+    Returns the PinnedFiles by path; their URLs are on a host that cannot resolve, so only the
     local server (LM_EVAL_EXT_DOWNLOAD_BASE) can serve them.
     """
     def register(files: dict[str, bytes]) -> dict:
@@ -80,7 +80,7 @@ def registered(tmp_path, monkeypatch):
         manifest.write_text(json.dumps({"format": 1, "datasets": datasets}))
         monkeypatch.setattr(registry, "MANIFEST_PATH", manifest)
         registry._registry.cache_clear()
-        return {path: get_spec("lieder", path) for path in files}
+        return {path: pinned_file("lieder", path) for path in files}
 
     yield register
     registry._registry.cache_clear()  # the packaged manifest again (MANIFEST_PATH is restored next)
@@ -179,20 +179,20 @@ def test_registry_covers_the_datasets_and_pins_sources():
     raw = json.loads(MANIFEST_PATH.read_text())
     assert tuple(raw["datasets"]) == DATASETS
     assert MANIFEST_PATH.stat().st_size < 1 << 20
-    base = get_spec("lieder", LIEDER_BASE)
+    base = pinned_file("lieder", LIEDER_BASE)
     assert base.url == ("https://raw.githubusercontent.com/xiaomeng-zhu/LIEDER/"
                         "ab5f161feb0b15fd94dbd68e52497ccc033b52b6/stimuli/base/base_stimuli.jsonl")
-    kv300 = get_spec("lost_in_the_middle", "kv_retrieval_data/kv-retrieval-300_keys.jsonl.gz")
+    kv300 = pinned_file("lost_in_the_middle", "kv_retrieval_data/kv-retrieval-300_keys.jsonl.gz")
     assert (kv300.size, kv300.sha256[:8]) == (6641428, "47c795fe")
     litm = [s.path for s in dataset_files("lost_in_the_middle")]
     assert sum("_total_documents_gold_at_" in p and p.startswith("qa_data/") for p in litm) == 15
-    assert get_spec("spider", "tables.json").url.startswith(
+    assert pinned_file("spider", "tables.json").url.startswith(
         "https://raw.githubusercontent.com/McGill-NLP/MAGNIFICo/32b4a7ceeb84ca4f22e43d4fc3b8a9426a7a3a5e/spider/")
-    assert get_spec("magnifico", "magnifico_data/average/baseline/test.tsv").url.endswith(
+    assert pinned_file("magnifico", "magnifico_data/average/baseline/test.tsv").url.endswith(
         "/32b4a7ceeb84ca4f22e43d4fc3b8a9426a7a3a5e/magnifico_data/average/baseline/test.tsv")
-    assert get_spec("magnifico", "interpretations.json").url is None
+    assert pinned_file("magnifico", "interpretations.json").url is None
     partial_release = [s for s in litm if s.startswith("partial_first_release_2023/")]
-    assert get_spec("lost_in_the_middle", partial_release[0]).url.startswith(
+    assert pinned_file("lost_in_the_middle", partial_release[0]).url.startswith(
         "https://raw.githubusercontent.com/ViktorTorp/lost-in-the-middle/")
     transcripts = [s for s in dataset_files("elitr_bench") if s.archive_url]
     assert len(transcripts) == 18
@@ -244,7 +244,7 @@ def test_mirror_file_with_wrong_checksum_is_rejected(data_dir, tmp_path, monkeyp
     monkeypatch.setenv("LM_EVAL_EXT_DATA_DIR", str(tmp_path / "mirror"))
     assert resolve_file("lieder", LIEDER_BASE) == bad  # good copy: accepted
     bad.write_bytes(bad.read_bytes().replace(b"dog", b"cat", 1))
-    expected = get_spec("lieder", LIEDER_BASE).sha256
+    expected = pinned_file("lieder", LIEDER_BASE).sha256
     actual = hashlib.sha256(bad.read_bytes()).hexdigest()
     with pytest.raises(DataError) as err:  # changed file (new mtime): verified again
         resolve_file("lieder", LIEDER_BASE)
@@ -268,13 +268,13 @@ STIMULI = b"".join(b'{"id": "%d", "sent": "The dog is here.", "expected": 1}\n' 
 
 
 def test_download_into_cache_then_reuse(registered, server, clean_env):
-    spec = registered({LIEDER_BASE: STIMULI})[LIEDER_BASE]
-    server.put(spec.url, STIMULI)
+    pinned = registered({LIEDER_BASE: STIMULI})[LIEDER_BASE]
+    server.put(pinned.url, STIMULI)
     found = resolve("lieder", LIEDER_BASE)
     assert found.how == "download" and found.path == clean_env / "lieder" / LIEDER_BASE
     assert found.path.read_bytes() == STIMULI
     assert resolve("lieder", LIEDER_BASE).how == "cache"
-    assert server.count(spec.url) == 1
+    assert server.count(pinned.url) == 1
     assert _files(clean_env) == {f"lieder/{LIEDER_BASE}"}
 
 
@@ -282,31 +282,31 @@ def test_download_into_cache_then_reuse(registered, server, clean_env):
 def test_dropped_connection_is_retried(registered, server, clean_env, with_length):
     # With a Content-Length the short body is a transport error; without one it looks complete
     # and only its sha256 shows it is not: both are tried again.
-    spec = registered({LIEDER_BASE: STIMULI})[LIEDER_BASE]
-    server.put(spec.url, STIMULI)
-    server.drop(spec.url, times=1, with_length=with_length)
+    pinned = registered({LIEDER_BASE: STIMULI})[LIEDER_BASE]
+    server.put(pinned.url, STIMULI)
+    server.drop(pinned.url, times=1, with_length=with_length)
     found = resolve("lieder", LIEDER_BASE)
     assert found.how == "download" and found.path.read_bytes() == STIMULI
-    assert server.count(spec.url) == 2
+    assert server.count(pinned.url) == 2
     assert _files(clean_env) == {f"lieder/{LIEDER_BASE}"}
 
 
 def test_half_written_download_leaves_nothing(registered, server, clean_env):
-    spec = registered({LIEDER_BASE: STIMULI})[LIEDER_BASE]
-    server.put(spec.url, STIMULI)
-    server.drop(spec.url, times=ATTEMPTS)  # every attempt breaks off half-way
+    pinned = registered({LIEDER_BASE: STIMULI})[LIEDER_BASE]
+    server.put(pinned.url, STIMULI)
+    server.drop(pinned.url, times=ATTEMPTS)  # every attempt breaks off half-way
     with pytest.raises(DataError) as err:
         resolve_file("lieder", LIEDER_BASE)
     message = str(err.value)
-    assert f"{server.base}{server.path_of(spec.url)} failed ({ATTEMPTS} attempts)" in message
+    assert f"{server.base}{server.path_of(pinned.url)} failed ({ATTEMPTS} attempts)" in message
     assert "lm-eval-ext data fetch lieder" in message and "\n" not in message
-    assert server.count(spec.url) == ATTEMPTS
+    assert server.count(pinned.url) == ATTEMPTS
     assert _files(clean_env) == set()
 
 
 def test_interrupted_download_leaves_nothing(registered, server, clean_env, monkeypatch):
-    spec = registered({LIEDER_BASE: STIMULI})[LIEDER_BASE]
-    server.put(spec.url, STIMULI)
+    pinned = registered({LIEDER_BASE: STIMULI})[LIEDER_BASE]
+    server.put(pinned.url, STIMULI)
 
     class InterruptedBar(download_module.tqdm):
         def update(self, n=1):
@@ -316,28 +316,28 @@ def test_interrupted_download_leaves_nothing(registered, server, clean_env, monk
     monkeypatch.setattr(download_module, "tqdm", InterruptedBar)
     with pytest.raises(KeyboardInterrupt):
         resolve_file("lieder", LIEDER_BASE)
-    assert server.count(spec.url) == 1  # an interrupt is not retried
+    assert server.count(pinned.url) == 1  # an interrupt is not retried
     assert (clean_env / "lieder").is_dir() and _files(clean_env) == set()
 
 
 def test_download_checksum_mismatch_leaves_nothing(server, clean_env):
-    spec = get_spec("lieder", LIEDER_BASE)
+    pinned = pinned_file("lieder", LIEDER_BASE)
     served = b"not the registered file\n"
-    server.put(spec.url, served)
+    server.put(pinned.url, served)
     with pytest.raises(DataError) as err:
         resolve_file("lieder", LIEDER_BASE)
     message = str(err.value)
-    assert message.startswith(f"Checksum mismatch for the download of {server.base}{server.path_of(spec.url)} "
-                              f"({ATTEMPTS} attempts): expected sha256 {spec.sha256}, "
+    assert message.startswith(f"Checksum mismatch for the download of {server.base}{server.path_of(pinned.url)} "
+                              f"({ATTEMPTS} attempts): expected sha256 {pinned.sha256}, "
                               f"got {hashlib.sha256(served).hexdigest()}.")
-    assert server.count(spec.url) == ATTEMPTS  # a body can arrive short without any error: tried again
+    assert server.count(pinned.url) == ATTEMPTS  # a body can arrive short without any error: tried again
     assert _files(clean_env) == set()
 
 
 @pytest.mark.parametrize("variable", ["LM_EVAL_EXT_OFFLINE", "HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"])
 def test_offline_missing_file_gives_one_paragraph(server, monkeypatch, tmp_path, clean_env, variable):
-    spec = get_spec("lieder", LIEDER_BASE)
-    server.put(spec.url, b"anything")
+    pinned = pinned_file("lieder", LIEDER_BASE)
+    server.put(pinned.url, b"anything")
     monkeypatch.setenv("LM_EVAL_EXT_DATA_DIR", str(tmp_path / "empty_mirror"))
     monkeypatch.setenv(variable, "1")
     with pytest.raises(DataError) as err:
@@ -366,7 +366,7 @@ def test_network_failure_is_a_data_error(monkeypatch, clean_env):
 def test_http_404_is_a_data_error_and_not_retried(server, clean_env):
     with pytest.raises(DataError, match="HTTP 404"):
         resolve_file("lieder", LIEDER_BASE)
-    assert server.count(get_spec("lieder", LIEDER_BASE).url) == 1
+    assert server.count(pinned_file("lieder", LIEDER_BASE).url) == 1
     assert _files(clean_env) == set()
 
 
@@ -387,54 +387,54 @@ def _corpus_archive(contents: dict[str, bytes]) -> bytes:
     return buf.getvalue()
 
 
-def _transcript_specs() -> list:
+def _transcript_files() -> list:
     return [s for s in dataset_files("elitr_bench") if s.archive_url]
 
 
 def test_elitr_transcripts_come_from_the_corpus_archive_once(mirror, server, clean_env, monkeypatch):
-    specs = _transcript_specs()
-    server.put(specs[0].archive_url, _corpus_archive({s.member: (mirror / "elitr_bench" / s.path).read_bytes()
-                                                      for s in specs}))
+    pinned_files = _transcript_files()
+    server.put(pinned_files[0].archive_url, _corpus_archive({s.member: (mirror / "elitr_bench" / s.path).read_bytes()
+                                                      for s in pinned_files}))
     monkeypatch.delenv("LM_EVAL_EXT_DATA_DIR")
     found = resolve("elitr_bench", TRANSCRIPT)
     assert found.how == "download" and found.path == clean_env / "elitr_bench" / TRANSCRIPT
     assert len(server.requests) == 1
-    for s in specs:  # every transcript cached and verified from the single download
+    for s in pinned_files:  # every transcript cached and verified from the single download
         assert hashlib.sha256((clean_env / "elitr_bench" / s.path).read_bytes()).hexdigest() == s.sha256
         assert resolve("elitr_bench", s.path).how == "cache"
     assert len(server.requests) == 1
-    assert _files(clean_env) == {f"elitr_bench/{s.path}" for s in specs}
+    assert _files(clean_env) == {f"elitr_bench/{s.path}" for s in pinned_files}
     assert not (clean_env.parent / "elsewhere").exists()
 
 
 def test_elitr_archive_member_with_wrong_content_is_rejected(server, clean_env):
-    spec = get_spec("elitr_bench", TRANSCRIPT)
-    server.put(spec.archive_url, _corpus_archive({spec.member: b"tampered transcript"}))
+    pinned = pinned_file("elitr_bench", TRANSCRIPT)
+    server.put(pinned.archive_url, _corpus_archive({pinned.member: b"tampered transcript"}))
     with pytest.raises(DataError, match="Checksum mismatch") as err:
         resolve_file("elitr_bench", TRANSCRIPT)
-    assert f"member {spec.member} of {spec.archive_url}" in str(err.value)
+    assert f"member {pinned.member} of {pinned.archive_url}" in str(err.value)
     assert _files(clean_env) == set()
 
 
 def test_bad_corpus_archive_is_fetched_once_per_run(server, clean_env, capsys):
     """Every transcript fails its checksum: one download, one error per transcript naming the URL."""
-    specs = _transcript_specs()
-    url = specs[0].archive_url
-    server.put(url, _corpus_archive({s.member: b"tampered transcript" for s in specs}))
+    pinned_files = _transcript_files()
+    url = pinned_files[0].archive_url
+    server.put(url, _corpus_archive({s.member: b"tampered transcript" for s in pinned_files}))
     assert _cli("fetch", "elitr_bench") == 1
     assert server.count(url) == 1
     err = capsys.readouterr().err
-    assert err.count(f"Checksum mismatch for member {specs[0].member} of {url}:") == 1
+    assert err.count(f"Checksum mismatch for member {pinned_files[0].member} of {url}:") == 1
     assert ".archive." not in err  # no path of the temporary download (gone by now)
     with pytest.raises(DataError) as again:  # later in the same run: the same answer, no download
-        resolve_file("elitr_bench", specs[-1].path)
-    assert str(again.value).startswith(f"Checksum mismatch for member {specs[-1].member} of {url}:")
+        resolve_file("elitr_bench", pinned_files[-1].path)
+    assert str(again.value).startswith(f"Checksum mismatch for member {pinned_files[-1].member} of {url}:")
     assert server.count(url) == 1
     assert not (clean_env / "elitr_bench" / "ELITR-minuting-corpus").exists()
 
 
 def test_corrupted_corpus_archive_is_one_error_naming_the_url(server, clean_env, capsys):
-    url = _transcript_specs()[0].archive_url
+    url = _transcript_files()[0].archive_url
     server.put(url, b"PK\x03\x04 cut short")
     assert _cli("fetch", "elitr_bench") == 1
     assert server.count(url) == 1
@@ -594,8 +594,8 @@ def test_cli_verify_passes_on_real_mirror(mirror, capsys):
 
 def test_cli_fetch_downloads_and_summarizes(registered, server, clean_env, capsys):
     files = {LIEDER_BASE: STIMULI, "human/human_accuracy.csv": b"item,accuracy\n1,0.9\n"}
-    for path, spec in registered(files).items():
-        server.put(spec.url, files[path])
+    for path, pinned in registered(files).items():
+        server.put(pinned.url, files[path])
     assert _cli("fetch", "lieder") == 0
     assert "lieder: 2 files (2 download)" in capsys.readouterr().out
     assert _cli("fetch", "lieder") == 0

@@ -25,9 +25,9 @@ def _validator():
     return Draft202012Validator(schema, format_checker=FormatChecker())
 
 
-def _export(run_cli, tmp_path, *specs, options=()) -> Path:
+def _export(run_cli, tmp_path, *sources, options=()) -> Path:
     out = tmp_path / "lb"
-    proc = run_cli(["lm-eval-ext", "export", "--format", "leaderboard", *map(str, specs), "-o", str(out), *options])
+    proc = run_cli(["lm-eval-ext", "export", "--format", "leaderboard", *map(str, sources), "-o", str(out), *options])
     assert proc.returncode == 0, proc.stderr[-3000:]
     return out
 
@@ -201,14 +201,14 @@ def _all_results(out: Path) -> dict[str, list[dict]]:
 
 def test_every_benchmark_exports_valid_exact_records(lieder_scripted, litm_scripted, magnifico_scripted,
                                                      elitr_scripted, run_cli, tmp_path):
-    specs = (f"lieder={lieder_scripted}", f"litm={litm_scripted}", f"sql={magnifico_scripted}", f"elitr={elitr_scripted}")
+    sources = (f"lieder={lieder_scripted}", f"litm={litm_scripted}", f"sql={magnifico_scripted}", f"elitr={elitr_scripted}")
     # the Lost in the Middle runs (--limit 8) and the MAGNIFICo runs (a Spider database missing) are partial
-    refused = run_cli(["lm-eval-ext", "export", *specs, "-o", str(tmp_path / "refused")])
+    refused = run_cli(["lm-eval-ext", "export", *sources, "-o", str(tmp_path / "refused")])
     assert refused.returncode == 2 and "Traceback" not in refused.stderr and not (tmp_path / "refused").exists()
     assert "Not exporting: the results of 2 model(s) are partial" in refused.stderr
     assert "litm: litm_kv_75keys: 8 of 2000 documents scored (--limit 8)" in refused.stderr
     assert "--allow-partial" in refused.stderr
-    out = _export(run_cli, tmp_path, *specs, options=["--allow-partial"])
+    out = _export(run_cli, tmp_path, *sources, options=["--allow-partial"])
     validator = _validator()
     rows = {row["model"]: row for row in read_csv(out / "leaderboard.csv")}
     assert list(rows) == ["lieder", "litm", "sql", "elitr"]

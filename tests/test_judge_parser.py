@@ -10,7 +10,7 @@ import pytest
 from lm_eval_ext.judge.config import OPTIONS, cli_flag, env_name, metadata_name, resolve_config
 from lm_eval_ext.judge.errors import JudgeConfigError
 from lm_eval_ext.judge.parser import PARSERS
-from lm_eval_ext.judge.templates import JUDGES, fill_template, judge_spec
+from lm_eval_ext.judge.templates import JUDGES, fill_template, judge_setup
 
 ROOT = Path(__file__).resolve().parents[1]
 TEMPLATES = ROOT / "templates"
@@ -108,13 +108,13 @@ def test_templates_are_byte_copies_of_the_published_prompts(name):
     ("prometheus5", "cs", "judge_prometheus_cs.txt", 0, 5, 2, None),
 ])
 def test_builtin_judges(judge, language, file, low, high, scale, system):
-    spec = judge_spec(resolve_config(explicit={"judge": judge, "language": language}, environ={}))
-    assert (spec.template_name, spec.low, spec.high, spec.scale, spec.system_message) == (file, low, high, scale, system)
+    setup = judge_setup(resolve_config(explicit={"judge": judge, "language": language}, environ={}))
+    assert (setup.template_name, setup.low, setup.high, setup.scale, setup.system_message) == (file, low, high, scale, system)
     raw = (TEMPLATES / file).read_bytes()
-    assert spec.template_sha256 == hashlib.sha256(raw).hexdigest()
+    assert setup.template_sha256 == hashlib.sha256(raw).hexdigest()
     # The prompt: the published text with the three stripped values in place (plain replace is safe
     # here because the values hold no braces), after the judge's system message if it has one.
-    messages = spec.messages("  Who came?\n", "\nPERSON1 and PERSON2.  ", " PERSON1, PERSON2\n")
+    messages = setup.messages("  Who came?\n", "\nPERSON1 and PERSON2.  ", " PERSON1, PERSON2\n")
     expected = raw.decode().replace("{question}", "Who came?").replace("{response}", "PERSON1 and PERSON2.") \
         .replace("{reference}", "PERSON1, PERSON2")
     assert messages[-1] == {"role": "user", "content": expected}
@@ -132,15 +132,15 @@ def test_user_template(tmp_path):
     path.write_text("Grade {response} to {question} vs {reference}. Say [RESULT] N.\n", encoding="utf-8")
     config = resolve_config(explicit={"template": str(path), "parser": "result", "score_range": "1-3",
                                       "score_scale": "3", "system_message": "none"}, environ={})
-    spec = judge_spec(config)
-    assert (spec.template_name, spec.parser.name, spec.low, spec.high, spec.scale) == ("mine.txt", "result", 1, 3, 3)
-    assert spec.messages("q", "r", "ref") == [{"role": "user", "content": "Grade r to q vs ref. Say [RESULT] N.\n"}]
+    setup = judge_setup(config)
+    assert (setup.template_name, setup.parser.name, setup.low, setup.high, setup.scale) == ("mine.txt", "result", 1, 3, 3)
+    assert setup.messages("q", "r", "ref") == [{"role": "user", "content": "Grade r to q vs ref. Say [RESULT] N.\n"}]
     bad = tmp_path / "bad.txt"
     bad.write_text("Grade {response} against {reference}", encoding="utf-8")
     with pytest.raises(JudgeConfigError, match=r"lacks the field\(s\) \{question\}"):
-        judge_spec(resolve_config(explicit={"template": str(bad)}, environ={}))
+        judge_setup(resolve_config(explicit={"template": str(bad)}, environ={}))
     with pytest.raises(JudgeConfigError, match="LOW-HIGH"):
-        judge_spec(resolve_config(explicit={"score_range": "10-1"}, environ={}))
+        judge_setup(resolve_config(explicit={"score_range": "10-1"}, environ={}))
 
 
 # -- configuration ----------------------------------------------------------------------------
@@ -148,12 +148,12 @@ def test_user_template(tmp_path):
 
 def test_defaults_are_the_papers():
     config = resolve_config(environ={})
-    spec = judge_spec(config)
-    assert (config.judge, spec.model, config.temperature, config.top_p, config.max_tokens) == (
+    setup = judge_setup(config)
+    assert (config.judge, setup.model, config.temperature, config.top_p, config.max_tokens) == (
         "rubric10", "gpt-4-0613", 0.6, 0.9, 1024)
     assert config.seed == 2023  # no run seed known: the authors' default
     assert resolve_config(environ={}, run_seed=1234).seed == 1234
-    assert judge_spec(resolve_config(explicit={"judge": "prometheus5"}, environ={})).model == \
+    assert judge_setup(resolve_config(explicit={"judge": "prometheus5"}, environ={})).model == \
         "prometheus-eval/prometheus-13b-v1.0"
 
 

@@ -17,11 +17,11 @@ from helpers.files import assert_images, read_csv, results_json
 pytestmark = pytest.mark.filterwarnings("ignore")
 
 
-def _build(tmp_path: Path, *specs: str) -> Path:
+def _build(tmp_path: Path, *sources: str) -> Path:
     from lm_eval_ext.report.build import build_report
 
     out = tmp_path / "report"
-    build_report(list(specs), out)
+    build_report(list(sources), out)
     return out
 
 

@@ -11,7 +11,7 @@ import pytest
 from helpers.files import FIXTURES, read_csv
 
 RESULTS = FIXTURES / "results"
-SPECS = [str(RESULTS / name) for name in ("lieder_limit", "litm", "magnifico", "elitr")]
+SOURCES = [str(RESULTS / name) for name in ("lieder_limit", "litm", "magnifico", "elitr")]
 TABLES = ("lieder_properties", "lieder_comparisons", "litm_summary", "litm_positions", "magnifico_summary", "elitr_scores")
 
 pytestmark = pytest.mark.filterwarnings("ignore")
@@ -22,7 +22,7 @@ def with_published(tmp_path_factory, data_dir):
     from lm_eval_ext.report.build import build_report
 
     out = tmp_path_factory.mktemp("published") / "report"
-    return build_report(SPECS, out), out
+    return build_report(SOURCES, out), out
 
 
 def _published_rows(out, table: str) -> list[dict]:
@@ -107,7 +107,7 @@ def test_elitr_published_markers_and_rows(with_published):
 
 def test_no_published(tmp_path, run_cli, data_dir):
     out = tmp_path / "report"
-    proc = run_cli(["lm-eval-ext", "report", *SPECS, "--no-published", "-o", str(out)])
+    proc = run_cli(["lm-eval-ext", "report", *SOURCES, "--no-published", "-o", str(out)])
     assert proc.returncode == 0, proc.stderr[-2000:]
     for table in TABLES:
         rows = read_csv(out / "tables" / f"{table}.csv")

@@ -6,7 +6,7 @@ Resolution order for a file: an explicit path, the mirror
 """
 from .archives import safe_extract
 from .errors import DataError
-from .registry import DATASETS, FileSpec, dataset_files, get_spec
+from .registry import DATASETS, PinnedFile, dataset_files, pinned_file
 from .resolve import Resolution, resolve, resolve_file
 from .spider import spider_database_dir, spider_database_path
 from .zipmember import read_zip_member
@@ -14,10 +14,10 @@ from .zipmember import read_zip_member
 __all__ = [
     "DATASETS",
     "DataError",
-    "FileSpec",
+    "PinnedFile",
     "Resolution",
     "dataset_files",
-    "get_spec",
+    "pinned_file",
     "read_zip_member",
     "resolve",
     "resolve_file",

@@ -66,9 +66,9 @@ def fetch_command(args: argparse.Namespace) -> int:
     errors: list[str] = []
     for name in names:
         counts: Counter[str] = Counter()
-        for spec in dataset_files(name):
+        for pinned in dataset_files(name):
             try:
-                counts[resolve(name, spec.path).how] += 1
+                counts[resolve(name, pinned.path).how] += 1
             except DataError as err:
                 counts["failed"] += 1
                 errors.append(str(err))
@@ -96,18 +96,18 @@ def verify_command(args: argparse.Namespace) -> int:
     mismatched = 0
     for name in names:
         counts: Counter[str] = Counter()
-        for spec in dataset_files(name):
-            copies = [(where, p) for where, p in local_candidates(spec) if p.is_file()]
+        for pinned in dataset_files(name):
+            copies = [(where, p) for where, p in local_candidates(pinned) if p.is_file()]
             if not copies:
                 counts["missing"] += 1
-                print(f"missing: {name}/{spec.path}")
+                print(f"missing: {name}/{pinned.path}")
             for where, path in copies:
                 actual = file_hash(str(path))  # sha256
-                if actual == spec.sha256:
+                if actual == pinned.sha256:
                     counts["ok"] += 1
                 else:
                     counts["mismatched"] += 1
-                    print(f"MISMATCH ({where}): {path}: expected sha256 {spec.sha256}, got {actual}")
+                    print(f"MISMATCH ({where}): {path}: expected sha256 {pinned.sha256}, got {actual}")
         mismatched += counts["mismatched"]
         print(f"{name}: {counts['ok']} ok, {counts['mismatched']} mismatched, {counts['missing']} missing")
         if name == "spider":

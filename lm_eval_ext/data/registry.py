@@ -17,7 +17,7 @@ DATASETS: tuple[str, ...] = ("lieder", "lost_in_the_middle", "magnifico", "spide
 
 
 @dataclass(frozen=True)
-class FileSpec:
+class PinnedFile:
     """One registered file: where it comes from and what it must hash to.
 
     ``url`` is the pinned canonical download URL, or None when the file is
@@ -45,9 +45,9 @@ class FileSpec:
 
 
 @lru_cache(maxsize=1)
-def _registry() -> dict[str, dict[str, FileSpec]]:
+def _registry() -> dict[str, dict[str, PinnedFile]]:
     raw = json.loads(MANIFEST_PATH.read_text(encoding="utf-8"))
-    registry: dict[str, dict[str, FileSpec]] = {}
+    registry: dict[str, dict[str, PinnedFile]] = {}
     for name, entry in raw["datasets"].items():
         base = entry["url_base"]
         files = {}
@@ -56,7 +56,7 @@ def _registry() -> dict[str, dict[str, FileSpec]]:
             # an explicit null means there is no direct URL.
             url = item["url"] if "url" in item else base + item["path"]
             archive = item.get("archive") or {}
-            files[item["path"]] = FileSpec(
+            files[item["path"]] = PinnedFile(
                 dataset=name,
                 path=item["path"],
                 sha256=item["sha256"],
@@ -70,28 +70,28 @@ def _registry() -> dict[str, dict[str, FileSpec]]:
     return registry
 
 
-def _check_dataset(dataset: str) -> dict[str, FileSpec]:
+def _check_dataset(dataset: str) -> dict[str, PinnedFile]:
     files = _registry().get(dataset)
     if files is None:
         raise DataError(f"Unknown dataset {dataset!r}. Known datasets: {', '.join(DATASETS)}.")
     return files
 
 
-def dataset_files(dataset: str) -> list[FileSpec]:
+def dataset_files(dataset: str) -> list[PinnedFile]:
     """All registered files of a dataset, sorted by path."""
-    return sorted(_check_dataset(dataset).values(), key=lambda spec: spec.path)
+    return sorted(_check_dataset(dataset).values(), key=lambda pinned: pinned.path)
 
 
-def all_files() -> list[FileSpec]:
+def all_files() -> list[PinnedFile]:
     """Every registered file of every dataset."""
-    return [spec for name in DATASETS for spec in dataset_files(name)]
+    return [pinned for name in DATASETS for pinned in dataset_files(name)]
 
 
-def get_spec(dataset: str, path: str) -> FileSpec:
+def pinned_file(dataset: str, path: str) -> PinnedFile:
     """The registry entry for ``path`` (relative to the dataset folder); DataError if unknown."""
     files = _check_dataset(dataset)
-    spec = files.get(path)
-    if spec is None:
+    pinned = files.get(path)
+    if pinned is None:
         close = difflib.get_close_matches(path, list(files), n=3)
         hint = f" Did you mean: {', '.join(close)}?" if close else ""
         extra = " Spider databases are not registered files: use spider_database_dir()." if dataset == "spider" else ""
@@ -99,4 +99,4 @@ def get_spec(dataset: str, path: str) -> FileSpec:
             f"{path!r} is not a registered file of dataset {dataset!r}.{hint}{extra} "
             f"`lm-eval-ext data verify {dataset}` lists the registered files that are present."
         )
-    return spec
+    return pinned

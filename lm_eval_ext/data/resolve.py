@@ -14,7 +14,7 @@ from .archives import read_members_by_suffix
 from .checksums import mark_verified, verify_file
 from .download import atomic_write_bytes, checksum_error, download
 from .errors import DataError, DownloadError
-from .registry import FileSpec, all_files, get_spec
+from .registry import PinnedFile, all_files, pinned_file
 
 logger = logging.getLogger(__name__)
 
@@ -32,13 +32,13 @@ class Resolution:
     how: str
 
 
-def local_candidates(spec: FileSpec) -> list[tuple[str, Path]]:
+def local_candidates(pinned: PinnedFile) -> list[tuple[str, Path]]:
     """The (where, path) places a registered file may already be, in resolution order."""
     places = []
     mirror = config.mirror_dir()
     if mirror is not None:
-        places.append(("mirror", mirror / spec.dataset / spec.path))
-    places.append(("cache", config.cache_dir() / spec.dataset / spec.path))
+        places.append(("mirror", mirror / pinned.dataset / pinned.path))
+    places.append(("cache", config.cache_dir() / pinned.dataset / pinned.path))
     return places
 
 
@@ -50,26 +50,26 @@ def resolve(dataset: str, path: str, explicit: str | os.PathLike | None = None) 
             raise DataError(f"The path given for {dataset}/{path} does not exist: {given}.")
         logger.info("Using %s for %s/%s as given (unverified: no checksum check)", given, dataset, path)
         return Resolution(given, "explicit")
-    spec = get_spec(dataset, path)
+    pinned = pinned_file(dataset, path)
     looked = []
-    for where, candidate in local_candidates(spec):
+    for where, candidate in local_candidates(pinned):
         if candidate.is_file():
-            verify_file(candidate, spec, where)
+            verify_file(candidate, pinned, where)
             return Resolution(candidate, where)
         looked.append(f"the {where} ({candidate}: not there)")
     if config.mirror_dir() is None:
         looked.insert(0, f"no mirror ({config.DATA_DIR_ENV} is not set)")
-    target = config.cache_dir() / spec.dataset / spec.path
-    if not (spec.url or spec.archive_url):
-        raise DataError(_missing_message(spec, looked, f"it cannot be downloaded: {spec.note or 'no source URL'}"))
+    target = config.cache_dir() / pinned.dataset / pinned.path
+    if not (pinned.url or pinned.archive_url):
+        raise DataError(_missing_message(pinned, looked, f"it cannot be downloaded: {pinned.note or 'no source URL'}"))
     try:
-        if spec.url:
-            download(spec.url, target, spec.sha256, desc=f"{spec.dataset}/{PurePosixPath(spec.path).name}")
-            mark_verified(target, spec)
+        if pinned.url:
+            download(pinned.url, target, pinned.sha256, desc=f"{pinned.dataset}/{PurePosixPath(pinned.path).name}")
+            mark_verified(target, pinned)
         else:
-            _fetch_from_archive(spec)
+            _fetch_from_archive(pinned)
     except DownloadError as err:
-        raise DataError(_missing_message(spec, looked, str(err))) from None
+        raise DataError(_missing_message(pinned, looked, str(err))) from None
     return Resolution(target, "download")
 
 
@@ -85,31 +85,31 @@ def resolve_file(dataset: str, path: str, explicit: str | os.PathLike | None = N
     return resolve(dataset, path, explicit).path
 
 
-def _missing_message(spec: FileSpec, looked: list[str], problem: str) -> str:
-    fix = (f"run `lm-eval-ext data fetch {spec.dataset}` on a machine with internet access and copy its cache "
+def _missing_message(pinned: PinnedFile, looked: list[str], problem: str) -> str:
+    fix = (f"run `lm-eval-ext data fetch {pinned.dataset}` on a machine with internet access and copy its cache "
            f"({config.cache_dir()}) here, or set {config.DATA_DIR_ENV} to a mirror directory that holds "
-           f"{spec.dataset}/{spec.path}")
-    if not (spec.url or spec.archive_url):
-        fix = f"set {config.DATA_DIR_ENV} to a mirror directory that holds {spec.dataset}/{spec.path}"
-    return (f"Dataset {spec.dataset!r}: file {spec.path!r} was not found. Looked at: {'; '.join(looked)}; "
+           f"{pinned.dataset}/{pinned.path}")
+    if not (pinned.url or pinned.archive_url):
+        fix = f"set {config.DATA_DIR_ENV} to a mirror directory that holds {pinned.dataset}/{pinned.path}"
+    return (f"Dataset {pinned.dataset!r}: file {pinned.path!r} was not found. Looked at: {'; '.join(looked)}; "
             f"then {problem}. To fix this, {fix}.")
 
 
-def _fetch_from_archive(spec: FileSpec) -> None:
-    """Cache the file of ``spec`` from its archive, downloading the archive at most once per run.
+def _fetch_from_archive(pinned: PinnedFile) -> None:
+    """Cache the file of ``pinned`` from its archive, downloading the archive at most once per run.
 
     One download serves every registered member still missing. What went wrong
     (the download, or one member) is remembered per archive URL and cache, so
     the other members of a bad archive fail at once with the same message
     instead of downloading it again.
     """
-    key = (config.download_url(spec.archive_url), str(config.cache_dir()))
+    key = (config.download_url(pinned.archive_url), str(config.cache_dir()))
     with _archive_lock:
         problems = _archive_problems.get(key)
         # Not yet fetched, or fetched fine but the file was removed from the cache since.
-        if problems is None or spec.path not in problems:
-            problems = _archive_problems[key] = _cache_archive_members(spec.archive_url)
-    problem = problems.get(spec.path)
+        if problems is None or pinned.path not in problems:
+            problems = _archive_problems[key] = _cache_archive_members(pinned.archive_url)
+    problem = problems.get(pinned.path)
     if problem is not None:
         raise type(problem)(str(problem)) from None  # a fresh exception: no traceback of the earlier raise
 
@@ -129,22 +129,22 @@ def _cache_archive_members(archive_url: str) -> dict[str, DataError]:
     except DataError as err:
         return {s.path: err for s in pending}
     problems: dict[str, DataError] = {}
-    for member_spec in pending:
-        data = found.get(member_spec.member)
+    for member_file in pending:
+        data = found.get(member_file.member)
         if data is None:
-            problems[member_spec.path] = DataError(
-                f"The archive {archive_url} has no member ending in {member_spec.member!r} (needed for "
-                f"{member_spec.dataset}/{member_spec.path}). The registry (lm_eval_ext/data/manifest.json) "
+            problems[member_file.path] = DataError(
+                f"The archive {archive_url} has no member ending in {member_file.member!r} (needed for "
+                f"{member_file.dataset}/{member_file.path}). The registry (lm_eval_ext/data/manifest.json) "
                 "needs review.")
             continue
         actual = hashlib.sha256(data).hexdigest()
-        if actual != member_spec.sha256:
-            problems[member_spec.path] = checksum_error(
-                f"member {member_spec.member} of {archive_url}", member_spec.sha256, actual,
+        if actual != member_file.sha256:
+            problems[member_file.path] = checksum_error(
+                f"member {member_file.member} of {archive_url}", member_file.sha256, actual,
                 "It was not saved. Retry later; if it persists, the archive changed and the registry "
                 "(lm_eval_ext/data/manifest.json) needs review.")
             continue
-        target = cache / member_spec.dataset / member_spec.path
+        target = cache / member_file.dataset / member_file.path
         atomic_write_bytes(target, data)
-        mark_verified(target, member_spec)
+        mark_verified(target, member_file)
     return problems

@@ -133,8 +133,8 @@ def read_transcript(split: str, meeting: str, corpus: Path | None = None) -> Tra
         from ..data import dataset_files, resolve_file
 
         prefix = f"{CORPUS_ROOT}/{split}/{meeting}/"
-        names = sorted(PurePosixPath(spec.path).name for spec in dataset_files(DATASET)
-                       if spec.path.startswith(prefix) and PurePosixPath(spec.path).match(TRANSCRIPT_PATTERN))
+        names = sorted(PurePosixPath(pinned.path).name for pinned in dataset_files(DATASET)
+                       if pinned.path.startswith(prefix) and PurePosixPath(pinned.path).match(TRANSCRIPT_PATTERN))
         if not names:
             raise ElitrDataError(f"The data registry has no transcript for meeting {meeting} ({split}); give the "
                                  f"ELITR corpus with --metadata elitr_corpus=DIR or ${CORPUS_ENV}.")

@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 
 from .. import __version__
-from ..data import DataError, dataset_files, get_spec
+from ..data import DataError, dataset_files, pinned_file
 from ..data.registry import MANIFEST_PATH
 from ..elitr.seed_summary import summarize
 from ..results.lieder import family_mean, novelty_tests, read_human_baseline
@@ -75,12 +75,12 @@ def _data_entry(tasks: dict[str, tuple[Run, dict]]) -> dict:
         benchmark = benchmark_of(task)
         for name in benchmark.datasets:
             if name not in datasets:
-                specs = dataset_files(name)
-                listing = json.dumps([[s.path, s.sha256] for s in specs])
+                pinned_files = dataset_files(name)
+                listing = json.dumps([[s.path, s.sha256] for s in pinned_files])
                 datasets[name] = {
                     "source": _registry_source(name),
                     "registry_sha256": hashlib.sha256(listing.encode("utf-8")).hexdigest(),
-                    "registered_files": len(specs),
+                    "registered_files": len(pinned_files),
                 }
         for data_file in benchmark.files(run.task_config(task)):
             if data_file.user_file:
@@ -88,7 +88,7 @@ def _data_entry(tasks: dict[str, tuple[Run, dict]]) -> dict:
                 sha = _sha256_file(path) if path.is_file() else None
             else:
                 try:
-                    sha = get_spec(data_file.dataset, data_file.path).sha256
+                    sha = pinned_file(data_file.dataset, data_file.path).sha256
                 except DataError:
                     sha = None
             files.append({"task": task, "dataset": data_file.dataset, "path": data_file.path, "sha256": sha,

@@ -44,23 +44,23 @@ def _refuse_partial(records: list[dict]) -> None:
         )
 
 
-def export_leaderboard(specs: list[str], out: str | Path, *, allow_partial: bool = False,
+def export_leaderboard(sources: list[str], out: str | Path, *, allow_partial: bool = False,
                        judge_validation: list[str] = ()) -> list[Path]:
-    """Export every model of the runs named by ``specs`` (``[LABEL=]PATH``); returns the files written.
+    """Export every model of the runs named by ``sources`` (``[LABEL=]PATH``); returns the files written.
 
     Records of partial runs are refused unless ``allow_partial``. ``judge_validation``: reports of
     ``lm-eval-ext judge validate`` to embed. Every record is validated against the schema before
     anything is written.
     """
     exported_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    models = load_models(specs)
+    models = load_models(sources)
     validations = [read_validation(path) for path in judge_validation]
     records = [record for model in models
                if (record := leaderboard_record(model, exported_at, allow_partial=allow_partial,
                                                 judge_validation=validations))]
     if not records:
         raise ExportError(
-            f"None of the runs in {', '.join(specs)} has results of an lm-eval-ext task (lieder_*, litm_*, "
+            f"None of the runs in {', '.join(sources)} has results of an lm-eval-ext task (lieder_*, litm_*, "
             "magnifico_*, elitr_bench_*); there is nothing to export."
         )
     if not allow_partial:

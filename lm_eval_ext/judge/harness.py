@@ -40,11 +40,11 @@ from ..task_base import ExtTask, RunAwareFilter
 from .config import JudgeConfig, resolve_config
 from .errors import JudgeConfigError, JudgeError
 from .records import FAILED, SCORED, JudgeItem, JudgeResult
-from .templates import config_record, judge_spec
+from .templates import config_record, judge_setup
 
 log = logging.getLogger(__name__)
 
-FieldSpec = str | Callable[[dict], str]
+FieldRef = str | Callable[[dict], str]
 GENERATION_KEY = "generation"  # where a judge result keeps the generation record's other fields
 _CHECKED: set[JudgeConfig] = set()  # judges probed in this process
 
@@ -57,13 +57,13 @@ def _outputs(filtered) -> list:
     return [] if filtered is None else [filtered] if isinstance(filtered, str) else list(filtered)
 
 
-def _field(doc: dict, spec: FieldSpec, what: str) -> str:
-    if callable(spec):
-        return str(spec(doc))
-    if spec not in doc:
-        raise JudgeConfigError(f"The judge filter's {what} field {spec!r} is not a field of the task's documents "
+def _field(doc: dict, ref: FieldRef, what: str) -> str:
+    if callable(ref):
+        return str(ref(doc))
+    if ref not in doc:
+        raise JudgeConfigError(f"The judge filter's {what} field {ref!r} is not a field of the task's documents "
                                f"(fields: {', '.join(map(str, doc))}); set {what}_field in the task YAML.")
-    return str(doc[spec])
+    return str(doc[ref])
 
 
 def _text_and_info(response, conversation: bool) -> tuple[str, dict]:
@@ -94,7 +94,7 @@ class JudgeFilter(RunAwareFilter):
             it; the user's ``--metadata judge_*`` and ``LM_EVAL_EXT_JUDGE_*`` settings win.
     """
 
-    def __init__(self, question_field: FieldSpec = "question", reference_field: FieldSpec = "reference",
+    def __init__(self, question_field: FieldRef = "question", reference_field: FieldRef = "reference",
                  run=None, **judge_options: Any) -> None:
         super().__init__(run=run)
         self.question_field = question_field
@@ -208,7 +208,7 @@ class JudgedTask(ExtTask):
                         "until they are judged: %s", self.config.task, sum(failures.values()), len(instances),
                         ", ".join(f"{n} {kind}" for kind, n in failures.items()), again)
         # after judging: `judge` in the metadata is also the judge option's name
-        self.record_run_info(judge=config_record(config, judge_spec(config)))
+        self.record_run_info(judge=config_record(config, judge_setup(config)))
         return instances
 
     def document_metrics(self, doc: dict, results: list) -> dict:

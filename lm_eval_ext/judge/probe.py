@@ -14,7 +14,7 @@ from .client import CallBudget, ItemRejected, JudgeClient, TransientError
 from .config import JudgeConfig, metadata_name
 from .errors import JudgeRequestRejected, JudgeUnreachableError
 from .records import JudgeItem
-from .templates import judge_spec
+from .templates import judge_setup
 
 PROBE_TIMEOUT = 30.0  # seconds for each probe request: a judge slower than this for a 1-word answer hangs
 PROBE_ITEM = JudgeItem(question="What is two plus two?", response="Four.", reference="4")
@@ -24,14 +24,14 @@ def probe(config: JudgeConfig) -> None:
     """Raise a one-paragraph :class:`JudgeError` unless the judge of ``config`` answers a trivial item with a score."""
     from .runner import Judge  # messages and request bodies exactly as the run will send them
 
-    spec = judge_spec(config)
+    setup = judge_setup(config)
     client = JudgeClient(config, stop=threading.Event(), budget=CallBudget(None))  # raises when the key is missing
-    where = f"The judge at {config.base_url_host()} (model {spec.model})"
+    where = f"The judge at {config.base_url_host()} (model {setup.model})"
     fix = (f"Check {metadata_name('base_url')}, {metadata_name('model')} and the key in {config.api_key_env}; "
            f"--metadata {metadata_name('check')}=false skips this check (only for a rerun whose verdicts are all cached).")
     served = _served_models(client, where, fix)
-    if served is not None and spec.model not in served:
-        raise JudgeRequestRejected(f"{where} is reachable, but it does not serve the model {spec.model!r} "
+    if served is not None and setup.model not in served:
+        raise JudgeRequestRejected(f"{where} is reachable, but it does not serve the model {setup.model!r} "
                                    f"(it serves: {', '.join(sorted(served)[:10]) or 'none'}). {fix}")
     judge = Judge(config, progress=False)
     try:
@@ -47,10 +47,10 @@ def probe(config: JudgeConfig) -> None:
             raise JudgeRequestRejected(f"{where} refused a one-line probe: {err}") from None
     finally:
         judge.close()
-    parsed = spec.parser.parse(reply, spec.low, spec.high)
+    parsed = setup.parser.parse(reply, setup.low, setup.high)
     if parsed.raw_score is None:
         raise JudgeRequestRejected(
-            f"{where} answered a one-line probe, but its reply holds no score the {spec.parser.name} parser reads "
+            f"{where} answered a one-line probe, but its reply holds no score the {setup.parser.name} parser reads "
             f"({parsed.reason}); reply: {client.redact(reply)[:300]!r}. Is this the model the template was written "
             f"for? {fix}")
 

@@ -1,7 +1,7 @@
 """Judging many items at once: cache replay, dry run, spending cap, bounded concurrency, re-asks.
 
 ``judge_many(items, config)`` is the whole pipeline for one batch (all responses of a task,
-or a score-only file); :class:`Judge` keeps the pieces (spec, cache, statistics) for callers
+or a score-only file); :class:`Judge` keeps the pieces (setup, cache, statistics) for callers
 that need them (the harness filter records them with the task's results).
 
 Identical prompts within a batch are judged once. An item's asks are numbered 0..reasks;
@@ -27,7 +27,7 @@ from .client import Aborted, CallBudget, CallCapReached, ItemRejected, JudgeClie
 from .config import JudgeConfig, cli_flag, metadata_name
 from .errors import JudgeBudgetError, JudgeUnreachableError
 from .records import FAILED, NOT_JUDGED, SCORED, JudgeItem, JudgeResult
-from .templates import config_record, judge_spec
+from .templates import config_record, judge_setup
 
 log = logging.getLogger(__name__)
 
@@ -65,9 +65,9 @@ class Judge:
 
     def __init__(self, config: JudgeConfig, *, progress: bool = True) -> None:
         self.config = config
-        self.spec = judge_spec(config)
+        self.setup = judge_setup(config)
         self.cache = JudgeCache(config.cache_path())
-        self.record = config_record(config, self.spec)
+        self.record = config_record(config, self.setup)
         self.progress = progress
         self.stats = JudgeStats()
 
@@ -75,12 +75,12 @@ class Judge:
 
     def messages(self, item: JudgeItem) -> list[dict[str, str]]:
         """The chat messages for ``item``."""
-        return self.spec.messages(item.question, item.response, item.reference)
+        return self.setup.messages(item.question, item.response, item.reference)
 
     def request(self, messages: list[dict[str, str]], ask: int) -> dict:
         """The chat-completions request body of ask number ``ask`` (0 = first) for ``messages``."""
         return {
-            "model": self.spec.model,
+            "model": self.setup.model,
             "messages": messages,
             "temperature": self.config.temperature,
             "top_p": self.config.top_p,
@@ -95,9 +95,9 @@ class Judge:
 
     def _verdict(self, outputs: list[str], calls: int) -> JudgeResult | None:
         """Scored if the last output parses; failed once every ask is used; else None (ask again)."""
-        parsed = self.spec.parser.parse(outputs[-1], self.spec.low, self.spec.high)
+        parsed = self.setup.parser.parse(outputs[-1], self.setup.low, self.setup.high)
         if parsed.raw_score is not None:
-            return JudgeResult(SCORED, score=float(parsed.raw_score * self.spec.scale), raw_score=parsed.raw_score,
+            return JudgeResult(SCORED, score=float(parsed.raw_score * self.setup.scale), raw_score=parsed.raw_score,
                                judge_outputs=outputs, calls=calls)
         if len(outputs) > self.config.reasks:
             return JudgeResult(FAILED, failure="unparseable",
@@ -145,7 +145,7 @@ class Judge:
                     return JudgeResult(FAILED, failure="transport",
                                        detail=f"{exc} (tried {self.config.retries + 1} times)",
                                        judge_outputs=outputs, calls=calls)
-                self.cache.put(key, reply, self.spec.model)
+                self.cache.put(key, reply, self.setup.model)
             outputs.append(reply)
             verdict = self._verdict(outputs, calls)
             if verdict is not None:
@@ -202,7 +202,7 @@ class Judge:
                     "items (--limit), or check the count first with the dry run."
                 )
             self._say(f"{what}: {len(items)} items, {len(verdicts)} answered by the cache, {len(pending)} to judge "
-                      f"with {self.spec.model} at {self.config.base_url_host()} ({self.config.concurrency} at a time)")
+                      f"with {self.setup.model} at {self.config.base_url_host()} ({self.config.concurrency} at a time)")
             verdicts.update(self._call_all([(key, prompts[key]) for key in pending], what))
         results = [verdicts[key] for key in item_prompt]
         self._summarize(results, what)

@@ -22,7 +22,7 @@ _FIELD_RE = re.compile(r"\{(question|response|reference)\}")
 
 
 @dataclass(frozen=True)
-class JudgeSpec:
+class JudgeSetup:
     """What one configured judge sends and how it reads the reply (resolved from a JudgeConfig)."""
 
     template_name: str
@@ -73,7 +73,7 @@ def _parse_range(text: str) -> tuple[int, int]:
     return int(match.group(1)), int(match.group(2))
 
 
-def judge_spec(config: JudgeConfig) -> JudgeSpec:
+def judge_setup(config: JudgeConfig) -> JudgeSetup:
     """Resolve a configuration to the template, parser, range and model it means."""
     base = JUDGES[config.judge]  # resolve_config refused any other name
     if config.template is not None:
@@ -90,7 +90,7 @@ def judge_spec(config: JudgeConfig) -> JudgeSpec:
         system = base.system_message
     else:
         system = None if config.system_message.strip().lower() in ("", "none") else config.system_message
-    return JudgeSpec(
+    return JudgeSetup(
         template_name=name,
         template_text=read_template(path),
         parser=PARSERS[parser_name],
@@ -102,19 +102,19 @@ def judge_spec(config: JudgeConfig) -> JudgeSpec:
     )
 
 
-def config_record(config: JudgeConfig, spec: JudgeSpec) -> dict:
+def config_record(config: JudgeConfig, setup: JudgeSetup) -> dict:
     """What results record about the judge, for reproducibility (no key, no full URL, no path)."""
     return {
         "judge": config.judge if config.template is None else f"custom ({config.judge} defaults)",
-        "model": spec.model,
+        "model": setup.model,
         "base_url_host": config.base_url_host(),
-        "template": spec.template_name,
-        "template_sha256": spec.template_sha256,
+        "template": setup.template_name,
+        "template_sha256": setup.template_sha256,
         "language": config.language,
-        "parser": spec.parser.name,
-        "score_range": [spec.low, spec.high],
-        "score_scale": spec.scale,
-        "system_message": spec.system_message,
+        "parser": setup.parser.name,
+        "score_range": [setup.low, setup.high],
+        "score_scale": setup.scale,
+        "system_message": setup.system_message,
         "temperature": config.temperature,
         "top_p": config.top_p,
         "max_tokens": config.max_tokens,

@@ -11,7 +11,7 @@ import logging
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from ..data import DataError, get_spec, resolve_file
+from ..data import DataError, pinned_file, resolve_file
 from ..data.resolve import local_candidates
 from .contexts import QAExample, qa_context
 
@@ -29,10 +29,10 @@ def local_published_file(k: int, position: int) -> Path | None:
     """The verified local copy of that published file, or None when it is not on this machine."""
     if position not in PUBLISHED_POSITIONS.get(k, ()):
         return None
-    spec = get_spec("lost_in_the_middle", published_relpath(k, position))
-    if not any(candidate.is_file() for _, candidate in local_candidates(spec)):
+    pinned = pinned_file("lost_in_the_middle", published_relpath(k, position))
+    if not any(candidate.is_file() for _, candidate in local_candidates(pinned)):
         return None
-    return resolve_file("lost_in_the_middle", spec.path)
+    return resolve_file("lost_in_the_middle", pinned.path)
 
 
 def mismatches(examples: Sequence[QAExample], k: int, position: int, published: Iterable[dict]) -> list[str]:

@@ -30,7 +30,7 @@ SETTINGS = tuple((f"elitr_bench_{setting}", f"generated-responses/elitr-bench-{s
 
 def _source(member: str) -> Source:
     base = json.loads(MANIFEST_PATH.read_text(encoding="utf-8"))["datasets"][BENCHMARK].get("url_base")
-    sha = next(spec.sha256 for spec in dataset_files(BENCHMARK) if spec.path == ARCHIVE)
+    sha = next(pinned.sha256 for pinned in dataset_files(BENCHMARK) if pinned.path == ARCHIVE)
     return Source(CITATION, f"{ARCHIVE}:{member} ({PUBLISHED_SCORE_FIELD})", base + ARCHIVE if base else None, sha)
 
 

@@ -47,16 +47,16 @@ def _natural(name: str) -> list:
 def result_files() -> list[tuple[str, str, bool, str]]:
     """(experiment, model, relative, registry path) of every published result table, by model (natural order)."""
     found = []
-    for spec in dataset_files(BENCHMARK):
-        match = _RESULT_FILE.match(spec.path)
+    for pinned in dataset_files(BENCHMARK):
+        match = _RESULT_FILE.match(pinned.path)
         if match:
-            found.append((match[1], match[2], match[3] == "nonref", spec.path))
+            found.append((match[1], match[2], match[3] == "nonref", pinned.path))
     return sorted(found, key=lambda item: _natural(item[1]))
 
 
 def _source(path: str) -> Source:
     base = json.loads(MANIFEST_PATH.read_text(encoding="utf-8"))["datasets"][BENCHMARK].get("url_base")
-    sha = next(spec.sha256 for spec in dataset_files(BENCHMARK) if spec.path == path)
+    sha = next(pinned.sha256 for pinned in dataset_files(BENCHMARK) if pinned.path == path)
     return Source(CITATION, path, base + path if base else None, sha)
 
 

@@ -65,12 +65,12 @@ def run_banners(models: list[Model]) -> list[tuple[str, str]]:
     return banners
 
 
-def build_report(specs: list[str], out: str | Path, title: str | None = None, published: bool = True) -> Report:
-    """Read the runs named by ``specs`` (``[LABEL=]PATH``) and write the report into ``out``.
+def build_report(sources: list[str], out: str | Path, title: str | None = None, published: bool = True) -> Report:
+    """Read the runs named by ``sources`` (``[LABEL=]PATH``) and write the report into ``out``.
 
     ``published``: draw the models each paper evaluated beside the runs' models.
     """
-    models = load_models(specs)
+    models = load_models(sources)
     numbers = load_published(benchmarks_of(models)) if published else None
     sections = build_sections(models, numbers)
     out = output_dir(out)

@@ -271,16 +271,16 @@ def read_run(path: Path) -> Run:
     return Run(path=path, data=data)
 
 
-def _split_spec(spec: str) -> tuple[str | None, Path]:
+def _split_source(source: str) -> tuple[str | None, Path]:
     """``LABEL=PATH`` or ``PATH`` (a path that exists is never split)."""
-    if "=" in spec and not Path(spec).exists():
-        label, path = spec.split("=", 1)
+    if "=" in source and not Path(source).exists():
+        label, path = source.split("=", 1)
         return label or None, Path(path)
-    return None, Path(spec)
+    return None, Path(source)
 
 
-def load_models(specs: list[str]) -> list[Model]:
-    """Read every results file named by ``specs`` (``[LABEL=]PATH`` each) and group the runs by model.
+def load_models(sources: list[str]) -> list[Model]:
+    """Read every results file named by ``sources`` (``[LABEL=]PATH`` each) and group the runs by model.
 
     Runs given a LABEL are that model's, whatever they ran; other runs are grouped by
     model type and arguments and labelled with the model's name (a number is appended
@@ -290,8 +290,8 @@ def load_models(specs: list[str]) -> list[Model]:
     # ("label", LABEL) for labelled runs, ("key", model key) for the others, in order of first appearance
     groups: dict[tuple[str, str], list[Run]] = {}
     seen: set[Path] = set()
-    for spec in specs:
-        label, path = _split_spec(spec)
+    for source in sources:
+        label, path = _split_source(source)
         files = find_results(path)
         if not files:
             raise ResultsError(
