@@ -58,11 +58,17 @@ def test_opt_out_leaves_the_harness_alone(run_cli):
     assert proc.returncode == 0 and proc.stdout.split() == ["False"]
 
 
-def test_a_broken_plugin_is_one_warning_and_the_harness_goes_on(run_cli):
-    code = (
-        "import lm_eval_ext.boundary as b\n"
-        "def broken(name, module): raise RuntimeError('simulated breakage')\n"
-        "b.on_harness_import = broken\n"
+@pytest.mark.parametrize("breakage, expected", [
+    # activating the plugin fails once the harness module ran
+    ("import lm_eval_ext.boundary as b\n"
+     "def broken(name, module): raise RuntimeError('simulated breakage')\n"
+     "b.on_harness_import = broken\n", "(RuntimeError: simulated breakage)"),
+    # the plugin cannot be imported at all (importing it raises, as a broken install does)
+    ("import sys\nsys.modules['lm_eval_ext.autoload'] = None\n",
+     "(ModuleNotFoundError: import of lm_eval_ext.autoload halted; None in sys.modules)"),
+], ids=["activation-fails", "import-fails"])
+def test_a_broken_plugin_is_one_warning_and_the_harness_goes_on(run_cli, breakage, expected):
+    code = breakage + (
         "from lm_eval.tasks import TaskManager\n"
         "from lm_eval.api.registry import get_model\n"
         "print(get_model('hf').__name__, 'lieder_base' in TaskManager(include_defaults=False).all_tasks)\n"
@@ -70,24 +76,8 @@ def test_a_broken_plugin_is_one_warning_and_the_harness_goes_on(run_cli):
     proc = run_cli([sys.executable, "-c", code])
     assert proc.returncode == 0, proc.stderr
     warnings = [line for line in proc.stderr.splitlines() if line.startswith("lm-eval-ext: warning")]
-    assert len(warnings) == 1 and "simulated breakage" in warnings[0] and "LM_EVAL_EXT_AUTOLOAD=0" in warnings[0]
+    assert len(warnings) == 1 and expected in warnings[0] and "LM_EVAL_EXT_AUTOLOAD=0" in warnings[0], warnings
     assert proc.stdout.split() == ["HFLM", "False"]  # the harness works, without the plugin's tasks
-
-
-def test_a_plugin_that_cannot_be_imported_is_one_warning_and_the_harness_goes_on(run_cli):
-    code = (
-        "import sys\n"
-        "sys.modules['lm_eval_ext.autoload'] = None  # importing it now raises ImportError, as a broken install does\n"
-        "from lm_eval.tasks import TaskManager\n"
-        "from lm_eval.api.registry import get_model\n"
-        "print(get_model('hf').__name__, 'lieder_base' in TaskManager(include_defaults=False).all_tasks)\n"
-    )
-    proc = run_cli([sys.executable, "-c", code])
-    assert proc.returncode == 0, proc.stderr
-    warnings = [line for line in proc.stderr.splitlines() if line.startswith("lm-eval-ext: warning")]
-    assert len(warnings) == 1 and "(ModuleNotFoundError: import of lm_eval_ext.autoload" in warnings[0]
-    assert "LM_EVAL_EXT_AUTOLOAD=0" in warnings[0]
-    assert proc.stdout.split() == ["HFLM", "False"]
 
 
 def test_a_harness_that_discovers_plugins_itself_is_left_alone():
@@ -117,8 +107,8 @@ def test_entry_points_are_declared():
     import importlib.util
 
     # what the harness's task entry point resolves: the package's directory, holding the YAMLs
-    spec = importlib.util.find_spec("lm_eval_ext.tasks")
-    folder = Path(spec.submodule_search_locations[0])
+    found = importlib.util.find_spec("lm_eval_ext.tasks")
+    folder = Path(found.submodule_search_locations[0])
     assert (folder / "lieder" / "lieder_base.yaml").is_file()
 
 

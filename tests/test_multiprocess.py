@@ -19,8 +19,7 @@ from pathlib import Path
 import pytest
 
 from helpers.runs import Run, assert_same_run, lm_eval_run, summation_order_difference
-from helpers.scripted import write_lieder_table
-from lm_eval_ext.elitr.data import build_documents
+from helpers.scripted import MAGNIFICO_GOLDS, elitr_meeting_rules, litm_kv4_rules, write_lieder_table
 
 pytestmark = pytest.mark.multiprocess
 
@@ -43,30 +42,12 @@ def write_inputs(folder: Path, data_dir: Path, tiny_model_dir: Path) -> dict:
     """The scripted model's table and responses, the LitM key-value file, and the run's --metadata."""
     folder.mkdir()
     table = write_lieder_table(data_dir, folder / "table.json")
-    # LitM: three 4-pair examples; example 1 has 4000-character keys and does not fit max_length=3000 with the tiny
-    # tokenizer, so its 4 documents (4-7: two on each process) are skipped. The value is given when the queried
-    # pair opens the object (position 1): acc_pos_1 = 1 (examples 0 and 2), the others 0; acc = 2/8.
-    rules, records = [], []
-    for n in range(3):
-        kv = [[f"{n:04x}{j:04x}-key-{'k' * (4000 if n == 1 else 0)}", f"{n:04x}{j:04x}-value"] for j in range(4)]
-        records.append({"ordered_kv_records": kv, "key": kv[1][0], "value": kv[1][1]})
-        rules.append({"contains": f'{{"{kv[1][0]}": "{kv[1][1]}"', "response": kv[1][1]})
-    (folder / "kv4.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
-    # MAGNIFICo: the gold SQL for the base items and for the novel items 0 and 1: ex 2/4, ex_base 1, rel_perf 50.
-    golds = {"what are the dates with a coveted temperature higher than 85?": "date from weather where max_temperature_f > 85",
-             "for each city, return the coveted latitude among its stations.": "city , max(lat) from station group by city",
-             "what are the dates with a maximum temperature higher than 85?": "date from weather where max_temperature_f > 85",
-             "for each city, return the highest latitude among its stations.": "city , max(lat) from station group by city",
-             "for each city, what is the highest latitude for its stations?": "city , max(lat) from station group by city",
-             "what is the total and maximum duration of trips with bike id 636?":
-                 "sum(duration) , max(duration) from trip where bike_id = 636"}
-    rules += [{"contains": f"-- {text}\nSELECT", "response": body} for text, body in golds.items()]
-    # ELITR: a meeting answers "<meeting>-answer-<turn>" (told apart by its transcript's first line, kept when the
-    # middle of the transcript is cut; the turn is the number of QUESTION: markers in the prompt).
-    _, transcripts = build_documents("qa", "dev", "en")
-    firsts = {t.meeting: t.text.splitlines()[0] for t in transcripts if t.meeting in MEETINGS}
-    assert len(set(firsts.values())) == len(MEETINGS)
-    rules += [{"contains": first, "response": f"{m}-answer-{{turn}}"} for m, first in firsts.items()]
+    # LitM: example 1 does not fit max_length=3000 with the tiny tokenizer, so its 4 documents (4-7: two on each
+    # process) are skipped; MAGNIFICo: the gold queries; ELITR: "<meeting>-answer-<turn>"
+    rules = litm_kv4_rules(folder / "kv4.jsonl")
+    rules += [{"contains": f"-- {text}\nSELECT", "response": body} for text, body in MAGNIFICO_GOLDS.items()]
+    meeting_rules, firsts = elitr_meeting_rules(MEETINGS)
+    rules += meeting_rules
     responses = folder / "responses.json"
     responses.write_text(json.dumps({"rules": rules, "default": "no_such_column FROM no_such_table",
                                      "turn_marker": "QUESTION: "}))

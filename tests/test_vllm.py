@@ -20,8 +20,7 @@ from pathlib import Path
 import pytest
 
 from helpers.runs import Run, lm_eval_run
-from helpers.scripted import write_lieder_table
-from lm_eval_ext.elitr.data import build_documents
+from helpers.scripted import MAGNIFICO_GOLDS, elitr_meeting_rules, litm_kv4_rules, write_lieder_table
 
 STAND_INS = Path(__file__).resolve().parent / "stand_ins"
 MAX_MODEL_LEN = 2000
@@ -54,32 +53,17 @@ def judge_score(question: str) -> int:
 
 def write_script(folder: Path, data_dir: Path, chat: bool) -> dict:
     """The stand-in's script: LIEDER's log-likelihood table (tests/helpers/scripted.py), the LitM, MAGNIFICo and
-    ELITR generation rules (as in tests/test_multiprocess.py), a calls log; and the LitM key-value file."""
+    ELITR generation rules (tests/helpers/scripted.py), a calls log; and the LitM key-value file."""
     folder.mkdir(parents=True)
     table = json.loads(write_lieder_table(data_dir, folder / "table.json").read_text())
-    rules, records = [], []
-    # LitM: three 4-pair examples; example 1's 4000-character keys do not fit 2000 tokens: its 4 prompts are
-    # skipped. The value is given when the queried pair opens the object: acc_pos_1 1, the others 0; acc 2/8.
-    for n in range(3):
-        kv = [[f"{n:04x}{j:04x}-key-{'k' * (4000 if n == 1 else 0)}", f"{n:04x}{j:04x}-value"] for j in range(4)]
-        records.append({"ordered_kv_records": kv, "key": kv[1][0], "value": kv[1][1]})
-        rules.append({"contains": f'{{"{kv[1][0]}": "{kv[1][1]}"', "response": kv[1][1]})
-    (folder / "kv4.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
-    # MAGNIFICo: the gold SQL for the 4 base items and novel items 0 and 1, then a stop string; after the prompt's
-    # SELECT on the completion path, a whole query (as chat models answer) with a chat template
-    golds = {"what are the dates with a coveted temperature higher than 85?": "date from weather where max_temperature_f > 85",
-             "for each city, return the coveted latitude among its stations.": "city , max(lat) from station group by city",
-             "what are the dates with a maximum temperature higher than 85?": "date from weather where max_temperature_f > 85",
-             "for each city, return the highest latitude among its stations.": "city , max(lat) from station group by city",
-             "for each city, what is the highest latitude for its stations?": "city , max(lat) from station group by city",
-             "what is the total and maximum duration of trips with bike id 636?":
-                 "sum(duration) , max(duration) from trip where bike_id = 636"}
+    # LitM: example 1 does not fit 2000 tokens, its 4 prompts are skipped; MAGNIFICo: the gold queries, then a stop
+    # string (after the prompt's SELECT on the completion path, a whole query, as chat models answer, with a chat
+    # template); ELITR: "<meeting>-answer-<turn>"
+    rules = litm_kv4_rules(folder / "kv4.jsonl")
     rules += [{"contains": f"-- {text}\nSELECT", "response": f"{'SELECT ' if chat else ''}{body};\n\nSELECT 1"}
-              for text, body in golds.items()]
-    # ELITR: "<meeting>-answer-<turn>" (meeting: its transcript's first line; turn: QUESTION: markers)
-    _, transcripts = build_documents("qa", "dev", "en")
-    firsts = {t.meeting: t.text.splitlines()[0] for t in transcripts if t.meeting in MEETINGS}
-    rules += [{"contains": first, "response": f"{m}-answer-{{turn}}"} for m, first in firsts.items()]
+              for text, body in MAGNIFICO_GOLDS.items()]
+    meeting_rules, firsts = elitr_meeting_rules(MEETINGS)
+    rules += meeting_rules
     script = {"entries": table["entries"], "default_logprob": table["default"], "rules": rules,
               "default": "no_such_column FROM no_such_table", "turn_marker": "QUESTION: ",
               "calls_log": str(folder / "calls.jsonl")}

@@ -33,10 +33,12 @@ class PreflightError(UserError):
 
 @dataclass
 class Preflight:
-    """What the checks found: failures (paragraphs) and notes (facts worth knowing before a long run)."""
+    """What the checks found: failures (paragraphs), notes (facts worth knowing before a long run), and whether
+    a requested name is not one of the plugin's tasks (so the run needs the harness's built-in task index)."""
 
     failures: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    needs_builtin_tasks: bool = False
 
     def fail(self, text: str) -> None:
         self.failures.append(text)
@@ -71,7 +73,8 @@ def _resolve_names(names: list[str], include_path, report: Preflight) -> tuple[d
     """The task index holding every requested name (the plugin's alone when that is enough), and the names."""
     wanted = [n for n in names if not (n.endswith(".yaml") or Path(n).exists())]
     index = boundary.task_index(include_path=include_path, include_defaults=False)
-    if not all(_matches(name, index) for name in wanted):
+    report.needs_builtin_tasks = len(wanted) < len(names) or not all(_matches(name, index) for name in wanted)
+    if report.needs_builtin_tasks:
         index = boundary.task_index(include_path=include_path, include_defaults=True)
     selected = []
     for name in wanted:

@@ -48,9 +48,8 @@ def main(argv: list[str]) -> int:
     raise_on_failures(report)
     for note in report.notes:
         print(f"lm-eval-ext: note: {note}", file=sys.stderr)
-    requested = requested_tasks(args)
-    if requested and not args.include_path and not getattr(args, "config", None):
-        boundary.index_builtin_tasks(not set(requested) <= set(boundary.task_index(include_defaults=False)))
+    if requested_tasks(args) and not args.include_path and not getattr(args, "config", None):
+        boundary.index_builtin_tasks(report.needs_builtin_tasks)
     started = time.time()
     sys.argv = ["lm_eval", "run", *argv]
     cli_evaluate()

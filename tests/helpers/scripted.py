@@ -342,3 +342,47 @@ def elitr_scripted(tmp: Path) -> Path:
                     "elitr_bench_qa_dev_st,elitr_bench_qa_dev_mt,elitr_bench_conv_dev_mt", "--seed", str(seed),
                     "--metadata", metadata, env={"OPENAI_API_KEY": "sk-test-not-a-secret"})
     return out
+
+
+# -- one task of each generating benchmark, for the scaled-out runs (tests/test_multiprocess.py, tests/test_vllm.py) --
+
+# The gold SQL, after the prompt's SELECT, of magnifico_direct_plausible's 4 base items and novel items 0 and 1
+# (documents 0-7): scored, ex 2/4, ex_base 1, rel_perf 50.
+MAGNIFICO_GOLDS = {
+    "what are the dates with a coveted temperature higher than 85?": "date from weather where max_temperature_f > 85",
+    "for each city, return the coveted latitude among its stations.": "city , max(lat) from station group by city",
+    "what are the dates with a maximum temperature higher than 85?": "date from weather where max_temperature_f > 85",
+    "for each city, return the highest latitude among its stations.": "city , max(lat) from station group by city",
+    "for each city, what is the highest latitude for its stations?": "city , max(lat) from station group by city",
+    "what is the total and maximum duration of trips with bike id 636?":
+        "sum(duration) , max(duration) from trip where bike_id = 636",
+}
+
+
+def litm_kv4_rules(path: Path) -> list[dict]:
+    """Write three 4-pair key-value examples to ``path`` (a ``litm_kv_file``) and return the rules answering them.
+
+    Example 1's keys have 4,000 characters: its 4 prompts do not fit a small context and are skipped. The
+    value is given when the queried pair opens the object (position 1): acc_pos_1 1, the others 0, acc 2/8.
+    """
+    rules, records = [], []
+    for n in range(3):
+        kv = [[f"{n:04x}{j:04x}-key-{'k' * (4000 if n == 1 else 0)}", f"{n:04x}{j:04x}-value"] for j in range(4)]
+        records.append({"ordered_kv_records": kv, "key": kv[1][0], "value": kv[1][1]})
+        rules.append({"contains": f'{{"{kv[1][0]}": "{kv[1][1]}"', "response": kv[1][1]})
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return rules
+
+
+def elitr_meeting_rules(meetings: tuple[str, ...]) -> tuple[list[dict], dict[str, str]]:
+    """Rules by which a dev-set meeting answers "<meeting>-answer-<turn>", and each meeting's first transcript line.
+
+    A meeting is told apart by its transcript's first line (kept when the middle of a transcript is cut);
+    the turn is the number of QUESTION: markers in the prompt (the scripted models' ``turn_marker``).
+    """
+    from lm_eval_ext.elitr.data import build_documents
+
+    _, transcripts = build_documents("qa", "dev", "en")
+    firsts = {t.meeting: t.text.splitlines()[0] for t in transcripts if t.meeting in meetings}
+    assert len(set(firsts.values())) == len(meetings)
+    return [{"contains": first, "response": f"{m}-answer-{{turn}}"} for m, first in firsts.items()], firsts
