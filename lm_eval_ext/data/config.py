@@ -30,9 +30,13 @@ def spider_dir() -> Path | None:
 
 
 def cache_dir() -> Path:
-    """The user cache: ``$LM_EVAL_EXT_CACHE_DIR``, else ``~/.cache/lm_eval_ext``."""
+    """The user cache: ``$LM_EVAL_EXT_CACHE_DIR``, else the platform's (``~/.cache/lm_eval_ext`` on Linux)."""
     value = os.environ.get(CACHE_DIR_ENV, "").strip()
-    return Path(value).expanduser() if value else Path.home() / ".cache" / "lm_eval_ext"
+    if value:
+        return Path(value).expanduser()
+    import pooch  # imported when first needed: it costs start-up time
+
+    return Path(pooch.os_cache("lm_eval_ext"))
 
 
 def offline_reason() -> str | None:
