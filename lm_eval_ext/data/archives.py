@@ -138,7 +138,8 @@ def safe_extract(archive_path: str | os.PathLike, dest_dir: str | os.PathLike,
             raise DataError(f"Archive {archive} has no member {sorted(absent)[0]!r}. Nothing was extracted.")
         dest.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(dir=dest.parent, prefix=f".{dest.name}.", suffix=".extract") as tmp:
-            out = os.path.join(os.path.abspath(tmp), "out")  # absolute: pooch takes a relative one as under the archive's
+            # Absolute: pooch reads a relative extract_dir as relative to the archive's folder.
+            out = os.path.join(os.path.abspath(tmp), "out")
             extractor(members=members, extract_dir=out)(str(archive), "download", None)
             if dest.exists():
                 dest.rmdir()

@@ -79,19 +79,20 @@ def download(url: str, dest: Path, sha256: str | None = None, desc: str | None =
     actual_url = config.download_url(url)
     received: list[str] = []
 
-    def downloader(url: str, output_file: str, fetcher: pooch.Pooch) -> None:
-        # total=1: pooch sets the real size; a bar without one cannot say whether it is in use.
+    def downloader(source: str, output_file: str, fetcher: pooch.Pooch) -> None:
+        # total=1 until pooch sets the real size: pooch asks the bar's truth, which tqdm leaves undefined without one.
         with tqdm(total=1, unit="B", unit_scale=True, unit_divisor=1024, desc=desc or dest.name, disable=None,
                   leave=False) as bar:
             try:
-                pooch.HTTPDownloader(progressbar=bar, chunk_size=1 << 16, timeout=_TIMEOUT_S)(url, output_file, fetcher)
+                http = pooch.HTTPDownloader(progressbar=bar, chunk_size=1 << 16, timeout=_TIMEOUT_S)
+                http(source, output_file, fetcher)
             except requests.HTTPError as err:
                 if err.response is not None and 400 <= err.response.status_code < 500:
                     # Not an HTTPError: pooch would retry it, and asking again cannot help.
-                    raise DownloadError(f"downloading {url} failed with HTTP {err.response.status_code} "
+                    raise DownloadError(f"downloading {source} failed with HTTP {err.response.status_code} "
                                         f"{err.response.reason}") from None
                 raise
-        received.append(pooch.file_hash(output_file))
+        received.append(pooch.file_hash(output_file))  # for the mismatch message: pooch gives it only in prose
 
     fetcher = pooch.create(path=dest.parent, base_url="", registry={dest.name: sha256 and f"sha256:{sha256}"},
                            urls={dest.name: actual_url}, retry_if_failed=RETRIES)
