@@ -161,13 +161,12 @@ def _cache_archive_members(archive_url: str) -> dict[str, DataError]:
     problems: dict[str, DataError] = {}
     for member_file in pending:
         data = found.get(member_file.member)
-        actual = data is not None and hashlib.sha256(data).hexdigest()
         if data is None:
             problems[member_file.path] = DataError(
                 f"The archive {archive_url} has no member ending in {member_file.member!r} (needed for "
                 f"{member_file.dataset}/{member_file.path}). The registry (lm_eval_ext/data/manifest.json) "
                 "needs review.")
-        elif actual != member_file.sha256:
+        elif (actual := hashlib.sha256(data).hexdigest()) != member_file.sha256:
             problems[member_file.path] = checksum_error(
                 f"member {member_file.member} of {archive_url}", member_file.sha256, actual,
                 "It was not saved. Retry later; if it persists, the archive changed and the registry "
