@@ -80,9 +80,10 @@ def download(url: str, dest: Path, sha256: str | None = None, desc: str | None =
     received: list[str] = []
 
     def downloader(source: str, output_file: str, fetcher: pooch.Pooch) -> None:
-        # total=1 until pooch sets the real size: pooch asks the bar's truth, which tqdm leaves undefined without one.
+        # total=1 until pooch sets the real size: pooch asks the bar's truth, which tqdm leaves undefined
+        # without one; delay=1 shows the bar only once the size is known (and not at all for small files).
         with tqdm(total=1, unit="B", unit_scale=True, unit_divisor=1024, desc=desc or dest.name, disable=None,
-                  leave=False) as bar:
+                  leave=False, delay=1) as bar:
             try:
                 http = pooch.HTTPDownloader(progressbar=bar, chunk_size=1 << 16, timeout=_TIMEOUT_S)
                 http(source, output_file, fetcher)
