@@ -2,14 +2,13 @@
 
 Resolution order for a file: an explicit path, the mirror
 (``$LM_EVAL_EXT_DATA_DIR``), the user cache (``$LM_EVAL_EXT_CACHE_DIR`` or
-``~/.cache/lm_eval_ext``), then a verified, atomic download.
+pooch's ``os_cache``), then a verified, atomic download with pooch.
 """
 from .archives import safe_extract
 from .errors import DataError
 from .registry import DATASETS, PinnedFile, dataset_files, pinned_file
-from .resolve import Resolution, resolve, resolve_file
+from .resolve import Resolution, read_zip_member, resolve, resolve_file
 from .spider import spider_database_dir, spider_database_path
-from .zipmember import read_zip_member
 
 __all__ = [
     "DATASETS",

@@ -1,9 +1,8 @@
-"""Archives: reading (encrypted) zip members in memory, and safe zip/tar extraction."""
+"""Archives: reading (encrypted) zip members in memory, and zip/tar extraction that refuses unsafe entries."""
 from __future__ import annotations
 
 import os
 import re
-import shutil
 import stat
 import tarfile
 import tempfile
@@ -14,20 +13,21 @@ from pathlib import Path, PurePosixPath
 from .errors import DataError
 
 _DRIVE = re.compile(r"^[A-Za-z]:")
+_READ_ERRORS = (RuntimeError, NotImplementedError, zipfile.BadZipFile, tarfile.TarError, zlib.error, EOFError, OSError)
 
 
-def check_member_name(name: str, archive: Path | str) -> None:
-    """Reject member names that could land outside the extraction directory."""
+def check_member_name(name: str, archive: Path | str, link: str | None = None) -> None:
+    """Reject member names that could land outside the extraction directory, and links (``link`` names the kind)."""
     normalized = name.replace("\\", "/")
-    if normalized.startswith("/") or _DRIVE.match(normalized):
-        raise DataError(f"Unsafe entry {name!r} in archive {archive}: absolute path. Nothing was extracted.")
-    if ".." in PurePosixPath(normalized).parts:
-        raise DataError(f"Unsafe entry {name!r} in archive {archive}: '..' path component. Nothing was extracted.")
+    problem = ("absolute path" if normalized.startswith("/") or _DRIVE.match(normalized)
+               else "'..' path component" if ".." in PurePosixPath(normalized).parts else link)
+    if problem:
+        raise DataError(f"Unsafe entry {name!r} in archive {archive}: {problem}. Nothing was extracted.")
 
 
-def _zip_is_symlink(info: zipfile.ZipInfo) -> bool:
+def _zip_link(info: zipfile.ZipInfo) -> str | None:
     # Unix zips keep the st_mode in the high 16 bits of external_attr.
-    return stat.S_ISLNK(info.external_attr >> 16)
+    return "symbolic link" if stat.S_ISLNK(info.external_attr >> 16) else None
 
 
 def _open_zip(path: Path, shown: str | None = None) -> zipfile.ZipFile:
@@ -72,7 +72,7 @@ def read_zip_bytes(path: Path, member: str, password: bytes | None = None) -> by
             raise DataError(f"Wrong password for member {member!r} of {path} ({err}).") from None
         except NotImplementedError as err:
             raise DataError(f"Cannot read member {member!r} of {path}: {err}.") from None
-        except (zipfile.BadZipFile, zlib.error, EOFError, OSError) as err:
+        except _READ_ERRORS as err:
             # With ZipCrypto a wrong password passes the 1-byte check 1 time in 256
             # and then fails here, as garbage; say so.
             maybe = " or the password is wrong" if encrypted else ""
@@ -90,83 +90,60 @@ def read_members_by_suffix(path: Path, suffixes: list[str], shown: str | None = 
     archive as ``shown`` (e.g. the URL it was downloaded from) when given.
     """
     found: dict[str, bytes] = {}
-    wanted = set(suffixes)
     where = shown or str(path)
     with _open_zip(path, shown) as zf:
         for info in zf.infolist():
             name = info.filename.replace("\\", "/")
-            for suffix in wanted - found.keys():
+            for suffix in set(suffixes) - found.keys():
                 if name == suffix or name.endswith("/" + suffix):
-                    check_member_name(info.filename, where)
-                    if _zip_is_symlink(info):
-                        raise DataError(f"Unsafe entry {info.filename!r} in archive {where}: symbolic link.")
+                    check_member_name(info.filename, where, _zip_link(info))
                     try:
                         found[suffix] = zf.read(info)
-                    except (RuntimeError, zipfile.BadZipFile, zlib.error, OSError) as err:
+                    except _READ_ERRORS as err:
                         raise DataError(f"Member {info.filename!r} of {where} could not be read: {err}.") from None
     return found
 
 
-def _zip_entries(zf: zipfile.ZipFile, path: Path, members: list[str] | None) -> list[zipfile.ZipInfo]:
-    infos = zf.infolist() if members is None else [_pick(zf.getinfo, m, path) for m in members]
-    for info in infos:
-        check_member_name(info.filename, path)
-        if _zip_is_symlink(info):
-            raise DataError(f"Unsafe entry {info.filename!r} in archive {path}: symbolic link. Nothing was extracted.")
-    return infos
+def safe_extract(archive_path: str | os.PathLike, dest_dir: str | os.PathLike,
+                 members: list[str] | None = None) -> Path:
+    """Extract a zip or tar archive (all entries, or ``members``) into ``dest_dir`` with pooch's Unzip/Untar.
 
-
-def _tar_entries(tf: tarfile.TarFile, path: Path, members: list[str] | None) -> list[tarfile.TarInfo]:
-    infos = tf.getmembers() if members is None else [_pick(tf.getmember, m, path) for m in members]
-    for info in infos:
-        check_member_name(info.name, path)
-        if info.issym() or info.islnk():
-            raise DataError(f"Unsafe entry {info.name!r} in archive {path}: link. Nothing was extracted.")
-        if not (info.isfile() or info.isdir()):
-            raise DataError(f"Unsafe entry {info.name!r} in archive {path}: special file. Nothing was extracted.")
-    return infos
-
-
-def _pick(getter, member: str, path: Path):
-    try:
-        return getter(member)
-    except KeyError:
-        raise DataError(f"Archive {path} has no member {member!r}. Nothing was extracted.") from None
-
-
-def safe_extract(archive_path: str | os.PathLike, dest_dir: str | os.PathLike, members: list[str] | None = None,
-                 password: bytes | None = None) -> Path:
-    """Extract a zip or tar archive (all entries, or ``members``) into ``dest_dir``.
-
-    Every entry is checked first: ``..`` components, absolute paths, drive
-    letters, links and special files raise DataError naming the entry. The
-    archive is extracted into a temporary directory next to ``dest_dir``,
-    which is renamed into place only when everything succeeded; ``dest_dir``
-    must not exist yet (or be empty). Returns ``dest_dir``.
+    Every entry of the archive is checked first: ``..`` components, absolute
+    paths, drive letters, links and special files raise DataError naming the
+    entry (pooch would extract them, or quietly rename them). The archive is
+    extracted into a temporary directory next to ``dest_dir``, which is
+    renamed into place only when everything succeeded; ``dest_dir`` must not
+    exist yet (or be empty). Returns ``dest_dir``.
     """
+    import pooch  # imported when first needed: it costs start-up time
+
     archive, dest = Path(archive_path), Path(dest_dir)
     if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
         raise DataError(f"Cannot extract {archive} into {dest}: it already exists and is not empty.")
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".extract"))
     try:
         if zipfile.is_zipfile(archive):
             with _open_zip(archive) as zf:
-                for info in _zip_entries(zf, archive, members):
-                    zf.extract(info, tmp, pwd=password)
+                entries, extractor = [(i.filename, _zip_link(i)) for i in zf.infolist()], pooch.Unzip
         elif archive.is_file() and tarfile.is_tarfile(archive):
             with tarfile.open(archive) as tf:
-                # The "data" filter is a second line of defence after our checks.
-                tf.extractall(tmp, members=_tar_entries(tf, archive, members), filter="data")
+                entries = [(i.name, None if i.isfile() or i.isdir() else "link" if i.issym() or i.islnk()
+                            else "special file") for i in tf.getmembers()]
+            extractor = pooch.Untar
         else:
             raise DataError(f"{archive} is neither a zip nor a tar archive (or it is corrupted).")
-        if dest.exists():
-            dest.rmdir()
-        os.replace(tmp, dest)
-    except (RuntimeError, zipfile.BadZipFile, tarfile.TarError, zlib.error, EOFError, OSError) as err:
-        shutil.rmtree(tmp, ignore_errors=True)
+        for name, link in entries:
+            check_member_name(name, archive, link)
+        absent = set(members or ()) - {name for name, _ in entries}
+        if absent:
+            raise DataError(f"Archive {archive} has no member {sorted(absent)[0]!r}. Nothing was extracted.")
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=dest.parent, prefix=f".{dest.name}.", suffix=".extract") as tmp:
+            # Absolute: pooch reads a relative extract_dir as relative to the archive's folder.
+            out = os.path.join(os.path.abspath(tmp), "out")
+            extractor(members=members, extract_dir=out)(str(archive), "download", None)
+            if dest.exists():
+                dest.rmdir()
+            os.replace(out, dest)
+    except _READ_ERRORS as err:
         raise DataError(f"Extracting {archive} failed ({err}); nothing was extracted.") from None
-    except BaseException:  # DataError from the checks, KeyboardInterrupt, ...
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return dest

@@ -5,12 +5,10 @@ import argparse
 import sys
 from collections import Counter
 
-from pooch import file_hash
-
 from . import config
 from .errors import DataError
 from .registry import DATASETS, dataset_files
-from .resolve import local_candidates, resolve
+from .resolve import local_candidates, resolve, sha256_of
 from .spider import spider_database_dir, spider_database_location
 
 _MAX_ERRORS_SHOWN = 5
@@ -24,15 +22,14 @@ def add_data_parser(subparsers: argparse._SubParsersAction) -> argparse.Argument
     data = subparsers.add_parser("data", help="fetch, verify and locate the benchmark datasets",
                                  description="Fetch, verify and locate the benchmark datasets.")
     sub = data.add_subparsers(dest="data_command", required=True)
-    names_help = f"datasets (default: all of {', '.join(DATASETS)})"
-
-    fetch = sub.add_parser("fetch", help="make every registered file available locally, downloading what is missing")
-    fetch.add_argument("names", nargs="*", metavar="NAME", help=names_help)
-    fetch.set_defaults(func=fetch_command)
-
-    verify = sub.add_parser("verify", help="check the sha256 of every registered file found locally")
-    verify.add_argument("names", nargs="*", metavar="NAME", help=names_help)
-    verify.set_defaults(func=verify_command)
+    for name, func, text in (
+        ("fetch", fetch_command, "make every registered file available locally, downloading what is missing"),
+        ("verify", verify_command, "check the sha256 of every registered file found locally"),
+    ):
+        command = sub.add_parser(name, help=text)
+        command.add_argument("names", nargs="*", metavar="NAME",
+                             help=f"datasets (default: all of {', '.join(DATASETS)})")
+        command.set_defaults(func=func)
 
     where = sub.add_parser("where", help="print where a dataset (file) is and how it was found")
     where.add_argument("name", metavar="NAME", choices=DATASETS, help="dataset")
@@ -102,11 +99,9 @@ def verify_command(args: argparse.Namespace) -> int:
                 counts["missing"] += 1
                 print(f"missing: {name}/{pinned.path}")
             for where, path in copies:
-                actual = file_hash(str(path))  # sha256
-                if actual == pinned.sha256:
-                    counts["ok"] += 1
-                else:
-                    counts["mismatched"] += 1
+                actual = sha256_of(path)
+                counts["ok" if actual == pinned.sha256 else "mismatched"] += 1
+                if actual != pinned.sha256:
                     print(f"MISMATCH ({where}): {path}: expected sha256 {pinned.sha256}, got {actual}")
         mismatched += counts["mismatched"]
         print(f"{name}: {counts['ok']} ok, {counts['mismatched']} mismatched, {counts['missing']} missing")
@@ -121,25 +116,18 @@ def verify_command(args: argparse.Namespace) -> int:
 def where_command(args: argparse.Namespace) -> int:
     """Print the resolved path and how it was found (explicit, mirror, cache, download)."""
     try:
-        if args.file is None:
-            path, how = _dataset_location(args.name)
-        else:
+        if args.file is not None:
             found = resolve(args.name, args.file, args.explicit)
             path, how = found.path, found.how
+        elif args.name == "spider":
+            spider_database_dir()  # raises the how-to-get-it message when unusable
+            path, how = spider_database_location()
+        else:
+            mirror, cache = config.mirror_dir(), config.cache_dir() / args.name
+            path, how = ((mirror / args.name, "mirror") if mirror is not None and (mirror / args.name).is_dir()
+                         else (cache, "cache" if cache.is_dir() else "cache, nothing fetched yet"))
     except DataError as err:
         print(err, file=sys.stderr)
         return 1
     print(f"{path}  ({how})")
     return 0
-
-
-def _dataset_location(name: str):
-    """Where a whole dataset lives: spider's database dir, else its mirror or cache folder."""
-    if name == "spider":
-        spider_database_dir()  # raises the how-to-get-it message when unusable
-        return spider_database_location()
-    mirror = config.mirror_dir()
-    if mirror is not None and (mirror / name).is_dir():
-        return mirror / name, "mirror"
-    folder = config.cache_dir() / name
-    return folder, "cache" if folder.is_dir() else "cache, nothing fetched yet"

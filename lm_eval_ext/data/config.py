@@ -17,22 +17,29 @@ OFFLINE_ENVS = (OFFLINE_ENV, "HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")
 _TRUE = {"1", "true", "yes", "on"}
 
 
+def _path_from(variable: str) -> Path | None:
+    value = os.environ.get(variable, "").strip()
+    return Path(value).expanduser() if value else None
+
+
 def mirror_dir() -> Path | None:
     """The mirror directory from ``$LM_EVAL_EXT_DATA_DIR``, or None when unset."""
-    value = os.environ.get(DATA_DIR_ENV, "").strip()
-    return Path(value).expanduser() if value else None
+    return _path_from(DATA_DIR_ENV)
 
 
 def spider_dir() -> Path | None:
     """The Spider database directory from ``$LM_EVAL_EXT_SPIDER_DIR``, or None when unset."""
-    value = os.environ.get(SPIDER_DIR_ENV, "").strip()
-    return Path(value).expanduser() if value else None
+    return _path_from(SPIDER_DIR_ENV)
 
 
 def cache_dir() -> Path:
-    """The user cache: ``$LM_EVAL_EXT_CACHE_DIR``, else ``~/.cache/lm_eval_ext``."""
-    value = os.environ.get(CACHE_DIR_ENV, "").strip()
-    return Path(value).expanduser() if value else Path.home() / ".cache" / "lm_eval_ext"
+    """The user cache: ``$LM_EVAL_EXT_CACHE_DIR``, else the platform's (``~/.cache/lm_eval_ext`` on Linux)."""
+    given = _path_from(CACHE_DIR_ENV)
+    if given is not None:
+        return given
+    import pooch  # imported only when needed: it costs start-up time
+
+    return Path(pooch.os_cache("lm_eval_ext"))
 
 
 def offline_reason() -> str | None:

@@ -1,15 +1,14 @@
 """HTTP download on pooch: retries, a progress bar, sha256 check and an atomic move into place.
 
-pooch does the pinned-hash part: it streams into a temporary file beside the
-destination, checks the hash, moves the file under its final name only when it
-matches, and retries a dropped connection or a mismatch. The downloader below
-is ours so that a client error (404) is final instead of retried, the progress
-bar follows tqdm's terminal detection, and a mismatch message can give the
-hash actually received.
+pooch does the work: ``Pooch.fetch`` streams into a temporary file beside the
+destination with ``HTTPDownloader``, checks the hash, moves the file under its
+final name only when it matches, and retries a dropped connection or a
+mismatch. The wrapper below only makes a client error (404) final instead of
+retried, keeps the progress bar hidden when the output is not a terminal, and
+remembers the hash received for the mismatch message.
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import tempfile
 from contextlib import contextmanager
@@ -22,7 +21,6 @@ from tqdm.auto import tqdm
 from . import config
 from .errors import DataError, DownloadError
 
-_CHUNK = 1 << 16
 _TIMEOUT_S = 60
 # Attempts after the first for a dropped connection, a timeout, a 5xx answer or a
 # mismatching body; pooch waits 1 s, then 2 s between attempts.
@@ -64,37 +62,6 @@ def checksum_error(what: str, expected: str, actual: str, advice: str) -> DataEr
     )
 
 
-class _Downloader:
-    """A pooch downloader: streams one URL into pooch's temporary file with a progress bar.
-
-    Remembers the sha256 of the last body it wrote, for the mismatch message.
-    """
-
-    def __init__(self, desc: str):
-        self.desc = desc
-        self.sha256: str | None = None
-
-    def __call__(self, url: str, output_file: str, _pooch) -> None:
-        import requests  # imported when first needed: it costs start-up time
-
-        digest = hashlib.sha256()
-        with requests.get(url, stream=True, timeout=_TIMEOUT_S) as response:
-            if 400 <= response.status_code < 500:
-                # Not a raise_for_status() HTTPError: pooch would retry it, and asking again cannot help.
-                raise DownloadError(f"downloading {url} failed with HTTP {response.status_code} {response.reason}")
-            response.raise_for_status()
-            total = response.headers.get("Content-Length")
-            with open(output_file, "wb") as fh, tqdm(
-                total=int(total) if total else None, unit="B", unit_scale=True, unit_divisor=1024,
-                desc=self.desc, disable=None, leave=False,
-            ) as bar:
-                for block in response.iter_content(_CHUNK):
-                    fh.write(block)
-                    digest.update(block)
-                    bar.update(len(block))
-        self.sha256 = digest.hexdigest()
-
-
 def download(url: str, dest: Path, sha256: str | None = None, desc: str | None = None) -> Path:
     """Download ``url`` to ``dest`` atomically, checking ``sha256`` when given.
 
@@ -104,34 +71,47 @@ def download(url: str, dest: Path, sha256: str | None = None, desc: str | None =
     DownloadError; a checksum mismatch raises DataError. Either way nothing is
     left at ``dest`` or beside it.
     """
-    import requests
+    import requests  # imported when first needed: it costs start-up time
 
     reason = config.offline_reason()
     if reason:
         raise DownloadError(f"downloads are disabled ({reason})")
     actual_url = config.download_url(url)
-    fetcher = pooch.Pooch(path=dest.parent, base_url="", registry={dest.name: f"sha256:{sha256}" if sha256 else None},
-                          urls={dest.name: actual_url}, retry_if_failed=RETRIES)
-    downloader = _Downloader(desc or dest.name)
+    received: list[str] = []
+
+    def downloader(source: str, output_file: str, fetcher: pooch.Pooch) -> None:
+        # total=1 until pooch sets the real size: pooch asks the bar's truth, which tqdm leaves undefined
+        # without one; delay=1 shows the bar only once the size is known (and not at all for small files).
+        with tqdm(total=1, unit="B", unit_scale=True, unit_divisor=1024, desc=desc or dest.name, disable=None,
+                  leave=False, delay=1) as bar:
+            try:
+                http = pooch.HTTPDownloader(progressbar=bar, chunk_size=1 << 16, timeout=_TIMEOUT_S)
+                http(source, output_file, fetcher)
+            except requests.HTTPError as err:
+                if err.response is not None and 400 <= err.response.status_code < 500:
+                    # Not an HTTPError: pooch would retry it, and asking again cannot help.
+                    raise DownloadError(f"downloading {source} failed with HTTP {err.response.status_code} "
+                                        f"{err.response.reason}") from None
+                raise
+        received.append(pooch.file_hash(output_file))  # for the mismatch message: pooch gives it only in prose
+
+    fetcher = pooch.create(path=dest.parent, base_url="", registry={dest.name: sha256 and f"sha256:{sha256}"},
+                           urls={dest.name: actual_url}, retry_if_failed=RETRIES)
     attempts = f"{RETRIES + 1} attempts"
     try:
         fetcher.fetch(dest.name, downloader=downloader)
     except ValueError as err:  # pooch's hash mismatch, after the retries
-        if not (sha256 and downloader.sha256 and downloader.sha256 != sha256):
+        if not (sha256 and received and received[-1] != sha256):
             raise DownloadError(f"downloading {actual_url} failed ({attempts}): {err}") from None
         raise checksum_error(
-            f"the download of {actual_url} ({attempts})", sha256, downloader.sha256,
+            f"the download of {actual_url} ({attempts})", sha256, received[-1],
             "Nothing was saved. Retry later; if it persists, the upstream file changed and the "
             "registry (lm_eval_ext/data/manifest.json) needs review.",
         ) from None
     except requests.RequestException as err:
-        raise DownloadError(f"downloading {actual_url} failed ({attempts}): {_cause(err)}") from None
+        wrapped = err.args[0] if err.args else None  # urllib3's "Max retries exceeded" says less than its reason
+        raise DownloadError(f"downloading {actual_url} failed ({attempts}): "
+                            f"{getattr(wrapped, 'reason', None) or err}") from None
     except OSError as err:
         raise DownloadError(f"downloading {actual_url} to {dest} failed: {err}") from None
     return dest
-
-
-def _cause(err: Exception) -> str:
-    """What a requests error says without urllib3's wrapper ("Max retries exceeded with url: ...")."""
-    wrapped = err.args[0] if err.args else None
-    return str(getattr(wrapped, "reason", None) or err)

@@ -39,35 +39,20 @@ class PinnedFile:
         """A human-readable description of the canonical source."""
         if self.url:
             return self.url
-        if self.archive_url:
-            return f"member {self.member} of {self.archive_url}"
-        return "no canonical download URL"
+        return f"member {self.member} of {self.archive_url}" if self.archive_url else "no canonical download URL"
 
 
 @lru_cache(maxsize=1)
 def _registry() -> dict[str, dict[str, PinnedFile]]:
     raw = json.loads(MANIFEST_PATH.read_text(encoding="utf-8"))
-    registry: dict[str, dict[str, PinnedFile]] = {}
-    for name, entry in raw["datasets"].items():
-        base = entry["url_base"]
-        files = {}
-        for item in entry["files"]:
-            # A file whose entry has no "url" key lives at url_base + its path;
-            # an explicit null means there is no direct URL.
-            url = item["url"] if "url" in item else base + item["path"]
-            archive = item.get("archive") or {}
-            files[item["path"]] = PinnedFile(
-                dataset=name,
-                path=item["path"],
-                sha256=item["sha256"],
-                size=item["size"],
-                url=url,
-                archive_url=archive.get("url"),
-                member=archive.get("member"),
-                note=item.get("note"),
-            )
-        registry[name] = files
-    return registry
+    # A file whose entry has no "url" key lives at url_base + its path; an
+    # explicit null means there is no direct URL.
+    return {name: {item["path"]: PinnedFile(name, item["path"], item["sha256"], item["size"],
+                                            item.get("url", entry["url_base"] + item["path"]),
+                                            item.get("archive", {}).get("url"), item.get("archive", {}).get("member"),
+                                            item.get("note"))
+                   for item in entry["files"]}
+            for name, entry in raw["datasets"].items()}
 
 
 def _check_dataset(dataset: str) -> dict[str, PinnedFile]:

@@ -7,11 +7,11 @@ import os
 import tempfile
 import threading
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path, PurePosixPath
 
 from . import config
-from .archives import read_members_by_suffix
-from .checksums import mark_verified, verify_file
+from .archives import read_members_by_suffix, read_zip_bytes
 from .download import atomic_write_bytes, checksum_error, download
 from .errors import DataError, DownloadError
 from .registry import PinnedFile, all_files, pinned_file
@@ -32,14 +32,24 @@ class Resolution:
     how: str
 
 
+@lru_cache(maxsize=None)
+def _file_sha256(path: str, size: int, mtime_ns: int) -> str:
+    import pooch  # imported when first needed: it costs start-up time
+
+    return pooch.file_hash(path)  # sha256, read in blocks
+
+
+def sha256_of(path: Path) -> str:
+    """The sha256 of a local file, hashed once per process unless it changes (size or mtime)."""
+    st = path.stat()
+    return _file_sha256(str(path.resolve()), st.st_size, st.st_mtime_ns)
+
+
 def local_candidates(pinned: PinnedFile) -> list[tuple[str, Path]]:
     """The (where, path) places a registered file may already be, in resolution order."""
-    places = []
     mirror = config.mirror_dir()
-    if mirror is not None:
-        places.append(("mirror", mirror / pinned.dataset / pinned.path))
-    places.append(("cache", config.cache_dir() / pinned.dataset / pinned.path))
-    return places
+    places = [("mirror", mirror / pinned.dataset / pinned.path)] if mirror is not None else []
+    return places + [("cache", config.cache_dir() / pinned.dataset / pinned.path)]
 
 
 def resolve(dataset: str, path: str, explicit: str | os.PathLike | None = None) -> Resolution:
@@ -51,21 +61,18 @@ def resolve(dataset: str, path: str, explicit: str | os.PathLike | None = None) 
         logger.info("Using %s for %s/%s as given (unverified: no checksum check)", given, dataset, path)
         return Resolution(given, "explicit")
     pinned = pinned_file(dataset, path)
-    looked = []
+    looked = [] if config.mirror_dir() else [f"no mirror ({config.DATA_DIR_ENV} is not set)"]
     for where, candidate in local_candidates(pinned):
         if candidate.is_file():
-            verify_file(candidate, pinned, where)
+            _verify(candidate, pinned, where)
             return Resolution(candidate, where)
         looked.append(f"the {where} ({candidate}: not there)")
-    if config.mirror_dir() is None:
-        looked.insert(0, f"no mirror ({config.DATA_DIR_ENV} is not set)")
-    target = config.cache_dir() / pinned.dataset / pinned.path
     if not (pinned.url or pinned.archive_url):
         raise DataError(_missing_message(pinned, looked, f"it cannot be downloaded: {pinned.note or 'no source URL'}"))
+    target = config.cache_dir() / pinned.dataset / pinned.path
     try:
         if pinned.url:
             download(pinned.url, target, pinned.sha256, desc=f"{pinned.dataset}/{PurePosixPath(pinned.path).name}")
-            mark_verified(target, pinned)
         else:
             _fetch_from_archive(pinned)
     except DownloadError as err:
@@ -83,6 +90,30 @@ def resolve_file(dataset: str, path: str, explicit: str | os.PathLike | None = N
     user-facing message when the file cannot be had or is corrupted.
     """
     return resolve(dataset, path, explicit).path
+
+
+def read_zip_member(dataset: str, zip_path: str, member: str, password: bytes | None = None,
+                    explicit: str | os.PathLike | None = None) -> bytes:
+    """Return the bytes of ``member`` inside the zip ``zip_path`` of ``dataset``.
+
+    The zip is found with resolve_file (so ``explicit`` works the same way)
+    and read in place: its plain contents are never written to disk, which is
+    what the ELITR-Bench authors ask (their zips use ZipCrypto, password
+    ``utter``). A corrupted zip, wrong password or missing member raises
+    DataError.
+    """
+    return read_zip_bytes(resolve_file(dataset, zip_path, explicit), member, password)
+
+
+def _verify(path: Path, pinned: PinnedFile, where: str) -> None:
+    actual = sha256_of(path)
+    if actual != pinned.sha256:
+        if where == "mirror":
+            advice = (f"Replace it with a good copy (canonical source: {pinned.source}), or unset "
+                      f"{config.DATA_DIR_ENV} and run `lm-eval-ext data fetch {pinned.dataset}`.")
+        else:
+            advice = f"Delete {path} and run `lm-eval-ext data fetch {pinned.dataset}` to download it again."
+        raise checksum_error(f"{path} ({where} copy of {pinned.dataset}/{pinned.path})", pinned.sha256, actual, advice)
 
 
 def _missing_message(pinned: PinnedFile, looked: list[str], problem: str) -> str:
@@ -117,8 +148,7 @@ def _fetch_from_archive(pinned: PinnedFile) -> None:
 def _cache_archive_members(archive_url: str) -> dict[str, DataError]:
     """Download the archive, cache every registered member still missing; return the problems per file path."""
     cache = config.cache_dir()
-    pending = [s for s in all_files()
-               if s.archive_url == archive_url and not (cache / s.dataset / s.path).is_file()]
+    pending = [s for s in all_files() if s.archive_url == archive_url and not (cache / s.dataset / s.path).is_file()]
     name = PurePosixPath(archive_url).name
     cache.mkdir(parents=True, exist_ok=True)
     try:
@@ -136,15 +166,11 @@ def _cache_archive_members(archive_url: str) -> dict[str, DataError]:
                 f"The archive {archive_url} has no member ending in {member_file.member!r} (needed for "
                 f"{member_file.dataset}/{member_file.path}). The registry (lm_eval_ext/data/manifest.json) "
                 "needs review.")
-            continue
-        actual = hashlib.sha256(data).hexdigest()
-        if actual != member_file.sha256:
+        elif (actual := hashlib.sha256(data).hexdigest()) != member_file.sha256:
             problems[member_file.path] = checksum_error(
                 f"member {member_file.member} of {archive_url}", member_file.sha256, actual,
                 "It was not saved. Retry later; if it persists, the archive changed and the registry "
                 "(lm_eval_ext/data/manifest.json) needs review.")
-            continue
-        target = cache / member_file.dataset / member_file.path
-        atomic_write_bytes(target, data)
-        mark_verified(target, member_file)
+        else:
+            atomic_write_bytes(cache / member_file.dataset / member_file.path, data)
     return problems
