@@ -74,6 +74,7 @@ setup(
         "datasets>=2.16",
         "numpy",
         "tqdm>=4.59",
+        "pyyaml",
         "pooch>=1.8",
         "requests>=2.28",
         "regex",

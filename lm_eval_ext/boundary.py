@@ -18,13 +18,17 @@ installed harness no longer has, and a test fails on it with that list.
    not to send, e.g. a prompt longer than the model's context: answered with None, no model call).
 3. The harness's command line (``parse_run_args``) and task index (``task_index``), read by
    ``lm-eval-ext run`` and ``lm-eval-ext check`` to check a run before the model is loaded.
+4. The harness's log (``install_log_filter``): its warning that a task's metrics were scored on
+   different numbers of documents is kept only where a group over-weights one of them.
 """
 from __future__ import annotations
 
 import functools
 import importlib
 import importlib.metadata
+import inspect
 import logging
+import re
 from pathlib import Path
 from typing import NamedTuple
 
@@ -169,9 +173,12 @@ def _generate_until_cached(lm, requests) -> list[str]:
     model (``cache_hook.dbdict``, keys of ``lm_eval.api.model.hash_args``), as CachingLM itself
     does; the model writes new answers to it as usual. Checked on CHECKED_ON.
     """
+    # the conversation runner shows one progress bar for every turn: the model's own bar per call is turned off
+    # where its generate_until takes the harness models' disable_tqdm (TemplateLM subclasses do, LM does not)
+    quiet = {"disable_tqdm": True} if "disable_tqdm" in inspect.signature(lm.generate_until).parameters else {}
     cache = getattr(getattr(lm, "cache_hook", None), "dbdict", None)
     if cache is None:
-        return lm.generate_until(requests)
+        return lm.generate_until(requests, **quiet)
     from lm_eval.api.model import hash_args
 
     results: list = [None] * len(requests)
@@ -183,7 +190,7 @@ def _generate_until_cached(lm, requests) -> list[str]:
         else:
             todo.append(i)
     if todo:
-        for i, output in zip(todo, lm.generate_until([requests[i] for i in todo]), strict=True):
+        for i, output in zip(todo, lm.generate_until([requests[i] for i in todo], **quiet), strict=True):
             results[i] = output
     return results
 
@@ -232,6 +239,80 @@ def task_index(include_path=None, include_defaults: bool = True) -> dict[str, In
         else:
             index[name] = IndexEntry("task", (), entry.cfg or {})
     return index
+
+
+# -- 4. the harness's log ----------------------------------------------------------------------
+
+# lm_eval.evaluator_utils._compute_task_aggregations warns when a task's metrics were scored on different
+# numbers of documents: the group aggregation weights every metric of the task by its largest count.
+_UNEQUAL_COUNTS = re.compile(r"^\[(?P<task>[^\]]+)\] Metrics were not scored on the same number of documents "
+                             r"\((?P<counts>[^)]*)\)")
+
+
+class _UnequalCountsFilter(logging.Filter):
+    """Drops the harness's unequal-counts warning for a plugin task unless a group of the plugin size-weights one
+    of the metrics the task scored on fewer documents (only then is that metric over-weighted in a group score).
+
+    The plugin's tasks report some metrics over a subset of their documents by design (scores by position or
+    question type, a novel-items accuracy, documents whose prompt was skipped), and its size-weighted groups
+    aggregate only metrics every document reports (tests/test_group_weights.py), so for them the warning is
+    never true. A group of the user's own is not seen here: docs/reports.md says which metrics not to size-weight.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        match = _UNEQUAL_COUNTS.match(record.getMessage())
+        if match is None:
+            return True
+        tasks, weighted = plugin_groups_weighting()
+        task = match["task"]
+        if task not in tasks:
+            return True
+        counts = {key.split(",", 1)[0]: int(n) for key, n in re.findall(r"(\S+?)=(\d+)", match["counts"])}
+        fewer = {metric for metric, n in counts.items() if n < max(counts.values())}
+        return bool(fewer & weighted.get(task, set()))
+
+
+def install_log_filter() -> None:
+    """Keep the harness's unequal-counts warning only where it is true (:class:`_UnequalCountsFilter`)."""
+    # Private: the warning's logger and text (lm_eval.evaluator_utils, f"[{task}] Metrics were not scored on
+    # the same number of documents (...)") are the harness's; no option turns it off per task. Checked on 0.4.13.
+    logger = logging.getLogger("lm_eval.evaluator_utils")
+    if not any(isinstance(f, _UnequalCountsFilter) for f in logger.filters):
+        logger.addFilter(_UnequalCountsFilter())
+
+
+@functools.lru_cache(maxsize=1)
+def plugin_groups_weighting() -> tuple[frozenset[str], dict[str, set[str]]]:
+    """The plugin's task names, and per task the metrics a plugin group containing it (at any depth) averages
+    weighted by size (``weight_by_size``, true unless the YAML says false, as in the harness)."""
+    import yaml
+
+    class _Loader(yaml.SafeLoader):
+        """Reads task YAMLs without resolving ``!function`` (only names and aggregations are needed)."""
+
+    _Loader.add_multi_constructor("!", lambda loader, suffix, node: None)
+    tasks, groups = set(), {}
+    for root in plugin_task_paths():
+        for path in sorted(Path(root).rglob("*.yaml")):
+            config = yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader) or {}
+            if "group" in config:
+                members = [m if isinstance(m, str) else m.get("task") or m.get("group") for m in config.get("task", [])]
+                metrics = {a["metric"] for a in config.get("aggregate_metric_list") or []
+                           if a.get("weight_by_size", True)}
+                groups[config["group"]] = ([m for m in members if m], metrics)
+            elif "task" in config:
+                tasks.add(config["task"])
+
+    def leaves(name: str, seen: frozenset = frozenset()) -> set[str]:
+        if name not in groups or name in seen:
+            return {name}
+        return set().union(*(leaves(m, seen | {name}) for m in groups[name][0]))
+
+    weighted: dict[str, set[str]] = {}
+    for name, (_, metrics) in groups.items():
+        for task in leaves(name):
+            weighted.setdefault(task, set()).update(metrics)
+    return frozenset(tasks), weighted
 
 
 # -- the check ----------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from lm_eval_ext.conversation import Turn
 from lm_eval_ext.testing.stub_openai import StubOpenAIServer
 
 # qa_dev: meeting_en_dev_001 is documents 0-16, meeting_en_dev_002 17-30, meeting_en_dev_003 from 31
@@ -99,6 +100,38 @@ def test_turns_of_one_conversation_must_agree():
     with pytest.raises(ConversationError, match="disagree"):
         run_conversations(requests, generated.append, None)
     assert generated == []  # refused before anything was generated
+
+
+def test_one_progress_bar_counts_every_turn_and_the_model_shows_none(capsys):
+    """Two conversations of 3 and 1 turns: one bar over the 4 turns (not one per turn batch), ending with both
+    conversations done; the model's generate_until is asked to show no bar of its own."""
+    from lm_eval.api.instance import Instance
+    from lm_eval.api.model import LM
+
+    from lm_eval_ext.boundary import install_request_types
+
+    class Model(LM):
+        quiet = []
+
+        def generate_until(self, requests, disable_tqdm: bool = False):
+            self.quiet.append(disable_tqdm)
+            return [f"answer {len(r.args[0])}" for r in requests]
+
+        def loglikelihood(self, requests):
+            raise NotImplementedError
+
+        def loglikelihood_rolling(self, requests):
+            raise NotImplementedError
+
+    install_request_types()
+    turns = [Turn("a", 3, ("q1", "q2", "q3")), Turn("b", 1, ("p1",))]
+    requests = [Instance("ext_conversation", {}, (t.to_request(), {}), 0) for t in turns]
+    Model().ext_conversation(requests)
+    assert Model.quiet == [True, True, True]  # one model call per turn, each without its own bar
+    bars = capsys.readouterr().err.replace("\r", "\n")
+    assert bars.count("Conversation turns") >= 1
+    assert "Conversation turns: 100%" in bars and "4/4" in bars and "2 of 2 conversations done" in bars
+    assert "2/4" in bars and "1 of 2 conversations done" in bars  # after turn 1: both first turns, b done
 
 
 @pytest.mark.parametrize("api_model", ["local-chat-completions", "openai-chat-completions"])

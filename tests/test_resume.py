@@ -39,8 +39,9 @@ def scores(request: dict) -> str:
     return f"Fine. \\boxed{{{_answer_of(request)[1:]}}}"
 
 
-def _setup(tmp_path: Path) -> tuple[list[str], Path]:
-    """The run's flags (without the judge URL) and its answers directory."""
+def _setup(tmp_path: Path, pretrained: Path | None = None) -> tuple[list[str], Path]:
+    """The run's flags (without the judge URL) and its answers directory; ``pretrained``: the name the scripted
+    model's run gets (the harness names the results folder after it; the length check counts with its tokenizer)."""
     questions = tmp_path / "responses.json"
     # question k (1-based, in document order) is answered "A<k+2>": scores 3..8, mean 5.5
     from lm_eval_ext.elitr.data import build_documents
@@ -49,7 +50,9 @@ def _setup(tmp_path: Path) -> tuple[list[str], Path]:
     rules = [{"contains": doc["question"].strip(), "response": f"A{k + 3}"} for k, doc in enumerate(docs[:N])]
     questions.write_text(json.dumps({"rules": rules[::-1], "default": None}))
     answers = tmp_path / "answers"
-    flags = ["--model", "ext-canned-gen", "--model_args", f"responses={questions},calls_log={tmp_path / 'calls.jsonl'}",
+    named = f",pretrained={pretrained}" if pretrained else ""
+    flags = ["--model", "ext-canned-gen", "--model_args",
+             f"responses={questions},calls_log={tmp_path / 'calls.jsonl'}{named}",
              "--tasks", TASK, "--limit", str(N), "--output_path", str(tmp_path / "out"), "--log_samples"]
     return flags, answers
 
@@ -105,17 +108,21 @@ def test_judging_killed_midway_is_finished_by_resume(run_cli, data_dir, tmp_path
     assert not run.exists()  # removed once the results were written
 
 
-def test_a_judge_that_fails_some_answers_is_finished_by_resume(run_cli, data_dir, tmp_path):
-    flags, answers = _setup(tmp_path)
+def test_a_resumed_run_is_the_same_run_in_results_report_and_export(run_cli, data_dir, tiny_model_dir, tmp_path):
+    """A judge fails on one answer under plain `lm_eval`; `lm-eval-ext resume` judges it: the resumed results carry the
+    original model's name, arguments and results folder, say where they were resumed from and how many verdicts came
+    from the cache, and `report` and `export` see one model (one record, the resumed run marked)."""
+    flags, answers = _setup(tmp_path, pretrained=tiny_model_dir)
     # one at a time, in order: the probe, then A3, A4, A5 (a server error), A6, A7, A8
     sequence = [None, None, None, "500"]
     with StubOpenAIServer(responder=answering_the_probe(scores), models=(), fault_sequence=sequence) as srv:
-        proc = run_cli(["lm_eval", "run", *flags, *_metadata(srv, tmp_path, answers, judge_retries=0)],
+        proc = run_cli(["lm_eval", "run", *flags, *_metadata(srv, tmp_path, answers, judge_retries=0,
+                                                             max_length=10**6)],
                        env={KEY_ENV: KEY}, timeout=600)
         assert proc.returncode == 0, proc.stderr[-3000:]
-        (results,) = _results(tmp_path / "out")
-        assert math.isnan(results["results"][TASK]["score,judge"])  # never the mean of the five others
-        assert results["results"][TASK]["judge_failures,judge"] == 1
+        (first,) = _results(tmp_path / "out")
+        assert math.isnan(first["results"][TASK]["score,judge"])  # never the mean of the five others
+        assert first["results"][TASK]["judge_failures,judge"] == 1
         (run,) = answers.iterdir()
         assert f"could not score 1 of {N} answers (1 transport)" in proc.stderr
         assert f"`lm-eval-ext resume {run}` judges them again" in proc.stderr
@@ -124,9 +131,38 @@ def test_a_judge_that_fails_some_answers_is_finished_by_resume(run_cli, data_dir
         proc = run_cli(["lm-eval-ext", "resume", str(run)], env={KEY_ENV: KEY}, timeout=600)
         assert proc.returncode == 0, proc.stderr[-3000:]
         assert [_answer_of(body) for body in judge_calls(srv)[before:]] == ["A5"]  # only the failed answer
-    latest = _results(tmp_path / "out")[-1]["results"][TASK]
-    assert latest["score,judge"] == 5.5 and latest["judge_failures,judge"] == 0
     assert _generations(tmp_path) == N
+    folders = {path.parent for path in (tmp_path / "out").rglob("results_*.json")}
+    assert folders == {tmp_path / "out" / str(tiny_model_dir).replace("/", "__")}  # one folder: the model's
+    first_again, resumed = _results(tmp_path / "out")
+    assert first_again == first
+    assert resumed["results"][TASK]["score,judge"] == 5.5 and resumed["results"][TASK]["judge_failures,judge"] == 0
+    assert resumed["model_name"] == first["model_name"] == str(tiny_model_dir)
+    assert resumed["config"]["model"] == first["config"]["model"] == "ext-canned-gen"
+    assert resumed["config"]["model_args"] == first["config"]["model_args"]
+    assert "resumed_from" not in first["config"] and resumed["config"]["resumed_from"] == str(run)
+    assert first["configs"][TASK]["metadata"]["judge"]["run"] == {"answers": N, "scored": N - 1, "from_cache": 0}
+    assert resumed["configs"][TASK]["metadata"]["judge"]["run"] == {"answers": N, "scored": N, "from_cache": N - 1}
+
+    report = run_cli(["lm-eval-ext", "report", str(tmp_path / "out"), "-o", str(tmp_path / "report")])
+    assert report.returncode == 0, report.stderr[-3000:]
+    import csv
+
+    with open(tmp_path / "report" / "tables" / "runs.csv", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert [(row["model"], row["model_source"], row["resumed_from"]) for row in rows] == [
+        (tiny_model_dir.name, "ext-canned-gen", ""),
+        (tiny_model_dir.name, "ext-canned-gen", f"{run}; {TASK}: {N - 1} verdicts from the judge's cache")]
+
+    export = run_cli(["lm-eval-ext", "export", str(tmp_path / "out"), "--allow-partial", "-o", str(tmp_path / "lb")])
+    assert export.returncode == 0, export.stderr[-3000:]
+    (record_file,) = (tmp_path / "lb").glob("*.json")
+    record = json.loads(record_file.read_text())
+    assert record["model"]["label"] == tiny_model_dir.name and record["model"]["name"] == str(tiny_model_dir)
+    assert record["model"]["source"] == "ext-canned-gen"
+    (exported_run,) = record["runs"]  # the newest run of the task: the resumed one
+    assert exported_run["resumed"] == {"from": str(run), "verdicts_from_cache": {TASK: N - 1}}
+    assert record["benchmarks"]["elitr_bench"]["headline"][f"{TASK}/score"] == 5.5
 
 
 def test_a_judge_lost_during_the_run_names_the_command_that_finishes(run_cli, data_dir, tmp_path):

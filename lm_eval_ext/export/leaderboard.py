@@ -48,6 +48,8 @@ def _run_entry(run: Run, tasks: list[str]) -> dict:
         "system_instruction_sha": run.data.get("system_instruction_sha"),
         "fewshot_as_multiturn": run.data.get("fewshot_as_multiturn"),
         "tasks": tasks,
+        "resumed": ({"from": run.resumed_from, "verdicts_from_cache": run.verdicts_from_cache()}
+                    if run.resumed_from else None),
     }
 
 

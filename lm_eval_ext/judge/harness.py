@@ -197,8 +197,8 @@ class JudgedTask(ExtTask):
                                  "finishes the judging (verdicts already given come from the judge's cache) and "
                                  "writes the run's results.") from None
         name = self._judge_step()[0]
-        failures = Counter(result["failure"] for i in instances for output in _outputs(i.filtered_resps.get(name))
-                           if (result := json.loads(output)).get("status") == FAILED)
+        results = [json.loads(output) for i in instances for output in _outputs(i.filtered_resps.get(name))]
+        failures = Counter(result["failure"] for result in results if result.get("status") == FAILED)
         if failures:
             # an unreadable reply is cached like any other: asking again needs more re-asks
             again = (f"`{resume}` judges them again and reuses every verdict already given" if "unparseable" not in
@@ -208,13 +208,21 @@ class JudgedTask(ExtTask):
                         "until they are judged: %s", self.config.task, sum(failures.values()), len(instances),
                         ", ".join(f"{n} {kind}" for kind, n in failures.items()), again)
         # after judging: `judge` in the metadata is also the judge option's name
-        self.record_run_info(judge=config_record(config, judge_setup(config)))
+        self.record_run_info(judge={**config_record(config, judge_setup(config)), "run": judged_counts(results)})
         return instances
 
     def document_metrics(self, doc: dict, results: list) -> dict:
         """``score`` and ``judge_failures`` of the document's one judged response."""
         (result,) = results
         return judge_metrics(result)
+
+
+def judged_counts(results: list[dict]) -> dict[str, int]:
+    """How a task's answers were judged (recorded as ``metadata.judge.run``): ``answers``, ``scored``, and
+    ``from_cache``, the answers whose verdict came from the judge's cache with no call (a resumed run's
+    verdicts given before it stopped; a verdict made with calls records how many, JudgeResult.calls)."""
+    return {"answers": len(results), "scored": sum(r.get("status") == SCORED for r in results),
+            "from_cache": sum(r.get("status") in (SCORED, FAILED) and not r.get("calls") for r in results)}
 
 
 def judge_output(filtered: str) -> dict:

@@ -22,7 +22,9 @@
     ``"<role>: <content>\\n"`` lines.
 
 Both accept (and ignore) the ``batch_size``, ``max_batch_size`` and ``device``
-arguments the harness passes to every model.
+arguments the harness passes to every model, and ``pretrained=NAME``: nothing is
+loaded, but the harness names the run after it (``model_name``, the results
+folder) as it names a real model's run.
 """
 
 from __future__ import annotations
@@ -56,7 +58,7 @@ class _ScriptedLM(LM):
 
     name = ""
 
-    def __init__(self, batch_size=None, max_batch_size=None, device=None) -> None:
+    def __init__(self, batch_size=None, max_batch_size=None, device=None, pretrained=None) -> None:
         super().__init__()
         self._rank = 0
         self._world_size = 1

@@ -88,9 +88,28 @@ class Run:
     def model_source(self) -> str:
         """The harness model type (``hf``, ``vllm``, ``local-chat-completions``, ...).
 
-        In results of earlier versions' multi-turn wrapper (:data:`_INNER`), the type is the inner model's.
+        In results of earlier versions' multi-turn wrapper (:data:`_INNER`), the type is the inner model's; in a
+        resumed run's (:attr:`resumed_from`), the replayed model's, which its ``config`` records.
         """
+        if self.resumed_from:
+            return str(self.config.get("model") or "unknown")
         return str(self.model_args.get(_INNER) or self.data.get("model_source") or self.config.get("model") or "unknown")
+
+    @property
+    def resumed_from(self) -> str | None:
+        """The saved answers a resumed run (``lm-eval-ext resume``) scored again, None for a run that generated them."""
+        return self.config.get("resumed_from")
+
+    def verdicts_from_cache(self) -> dict[str, int]:
+        """Per judged task, how many of its answers' judge verdicts came from the judge's cache
+        (``configs.<task>.metadata.judge.run.from_cache``)."""
+        found = {}
+        for task, config in (self.data.get("configs") or {}).items():
+            judged = ((config or {}).get("metadata") or {}).get("judge") or {}
+            count = (judged.get("run") or {}).get("from_cache") if isinstance(judged, dict) else None
+            if isinstance(count, int):
+                found[task] = count
+        return found
 
     @property
     def model_key(self) -> str:

@@ -10,6 +10,14 @@ from ..blocks import Note, Section, Table
 TITLE = "Models and runs"
 
 
+def _resumed(run) -> str | None:
+    """Where a resumed run's answers came from, and per judged task the verdicts taken from the judge's cache."""
+    if not run.resumed_from:
+        return None
+    cached = run.verdicts_from_cache()
+    return run.resumed_from + "".join(f"; {task}: {n} verdicts from the judge's cache" for task, n in cached.items())
+
+
 def build(models: list[Model]) -> Section:
     """One row per results file: model, when, how it was run, which tasks it has, and its status."""
     rows = []
@@ -22,7 +30,7 @@ def build(models: list[Model]) -> Section:
                 json.dumps(run.public_model_args, sort_keys=True, default=str),
                 json.dumps(run.config.get("gen_kwargs") or {}, sort_keys=True, default=str),
                 run.seed, run.data.get("lm_eval_version"), " ".join(run.tasks), " ".join(logged),
-                status.label, status.summary() or None,
+                status.label, status.summary() or None, _resumed(run),
             ])
     section = Section("runs", TITLE, "Every results file read for this report. A model's newest run of a task is the one "
                                      "shown. Runs that differ only in how the model was run (context length, batch "
@@ -36,10 +44,12 @@ def build(models: list[Model]) -> Section:
     section.blocks.append(Table(
         "runs", "Results files",
         ["model", "results_file", "date", "model_source", "model_args", "gen_kwargs", "seed", "lm_eval_version",
-         "tasks", "tasks_with_samples", "status", "status_reasons"],
+         "tasks", "tasks_with_samples", "status", "status_reasons", "resumed_from"],
         rows,
         "model_args with credentials redacted; tasks_with_samples: tasks run with --log_samples; status: complete, "
-        "partial (some items not scored) or truncated (some prompts cut to fit), with the reasons.",
+        "partial (some items not scored) or truncated (some prompts cut to fit), with the reasons; resumed_from: "
+        "for a run resumed with `lm-eval-ext resume`, the saved answers it scored again and how many judge verdicts "
+        "came from the judge's cache.",
     ))
     if not any(model.tasks for model in models):
         section.blocks.append(Note("These results files hold no task results."))
