@@ -82,6 +82,7 @@ setup(
         "scipy>=1.10",
         "matplotlib>=3.7",
         "jsonschema>=4.18",
+        "jinja2>=3.1",
     ],
     extras_require={
         "hf": ["lm-eval[hf]>=0.4.13,<0.5", "transformers>=4.45"],

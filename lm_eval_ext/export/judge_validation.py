@@ -4,8 +4,8 @@
 model, template and its sha256, endpoint host, sampling) beside the published judges and the
 human scores of ELITR-Bench's judge-validation file. ``lm-eval-ext export --judge-validation
 validation.json`` embeds its summary in the record (``judge_validation``); the leaderboard
-checks that each ELITR-Bench task was scored by a judge (same model and template) validated
-on the published file (:data:`PUBLISHED_SOURCE`).
+checks that each ELITR-Bench task was scored by a judge (same endpoint host, model and template)
+validated on the published file (:data:`PUBLISHED_SOURCE`).
 """
 from __future__ import annotations
 
@@ -57,8 +57,12 @@ def read_validation(path: str | Path) -> dict:
     return entry
 
 
+# what makes two judges the same judge: the same model behind the same endpoint, with the same template
+JUDGE_IDENTITY = ("base_url_host", "model", "template_sha256")
+
+
 def validates(entry: dict, judge: dict) -> bool:
-    """True when the validation ``entry`` is of the same judge (model and template) as a task's ``judge`` record,
-    on the published validation file."""
-    return (entry["source"].startswith(PUBLISHED_SOURCE) and entry["judge"]["model"] == judge.get("model")
-            and entry["judge"]["template_sha256"] == judge.get("template_sha256"))
+    """True when the validation ``entry`` is of the same judge (endpoint host, model and template) as a task's
+    ``judge`` record, on the published validation file."""
+    return (entry["source"].startswith(PUBLISHED_SOURCE)
+            and all(entry["judge"].get(field) == judge.get(field) for field in JUDGE_IDENTITY))
