@@ -15,6 +15,7 @@ Every flag of ``lm_eval run`` keeps its meaning and the harness's own command do
 """
 from __future__ import annotations
 
+import argparse
 import json
 import logging
 import shutil
@@ -36,6 +37,20 @@ class ResultsNotWrittenError(UserError):
 def requested_tasks(args) -> list[str]:
     """The task, group and tag names given with ``--tasks`` (comma-separated or repeated)."""
     return [name for item in (args.tasks or []) for name in str(item).split(",") if name]
+
+
+def add_run_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """Add ``run`` to a CLI's subparsers: every flag after it goes to ``lm_eval run`` (``--help`` shows them)."""
+    run = subparsers.add_parser(
+        "run", add_help=False,
+        help="`lm_eval run`, checked first (names, flags, output path, data, judge) and after (results)")
+    run.set_defaults(func=run_command, harness_flags=[])
+    return run
+
+
+def run_command(args: argparse.Namespace) -> int:
+    """``lm-eval-ext run``."""
+    return main(args.harness_flags)
 
 
 def main(argv: list[str]) -> int:
