@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import dataclasses
 import io
 import json
 import sys
@@ -102,7 +103,7 @@ def validate_command(args: argparse.Namespace) -> int:
         if judge.config.dry_run:
             return 0
         judge_scores = [r.score for r in results]
-        judge_record = {**judge.record, "run": judge.stats.to_dict()}
+        judge_record = dataclasses.replace(judge.record, run=judge.stats.to_dict())
     report = validation_report(rows, judge_scores, source=str(source), judge_record=judge_record)
     out = Path(args.output_dir)
     report["files"] = _write_files(report, out, plot_gold_bins)

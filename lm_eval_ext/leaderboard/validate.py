@@ -17,6 +17,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from ..export.judge_validation import validates
+from ..judge.records import JudgeRecord
 from ..export.schema import schema_problems
 from ..results.status import status_of
 
@@ -75,7 +76,7 @@ def _judge_problems(record: dict) -> list[str]:
     problems = [f"{task} has no judge record" for task in unscored]
     validations = record.get("judge_validation") or []
     for task, judge in sorted(judged.items()):
-        if not any(validates(entry, judge) for entry in validations):
+        if not any(validates(entry, JudgeRecord.from_dict(judge)) for entry in validations):
             problems.append(f"{task} was scored by judge {judge.get('model')} (template {judge.get('template')}), "
                             "which the record shows no validation of: run `lm-eval-ext judge validate` with that judge "
                             "and export with --judge-validation validation.json")
