@@ -24,6 +24,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from .atomic_write import atomic_open
 from .errors import UserError
 
 FORMAT = 1
@@ -55,14 +56,11 @@ def save(folder: Path, task: str, instances: Iterable, rank: int = 0, world_size
     header = {"format": FORMAT, "task": task, "command": list(sys.argv), "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
               "rank": rank, "world_size": world_size}
     try:
-        folder.mkdir(parents=True, exist_ok=True)
-        partial = path.with_name(path.name + ".partial")
-        with partial.open("w", encoding="utf-8") as out:
+        with atomic_open(path, "w", encoding="utf-8") as out:
             out.write(json.dumps(header, ensure_ascii=False) + "\n")
             for instance in instances:
                 out.write(json.dumps({"doc_id": instance.doc_id, "idx": instance.idx, "type": instance.request_type,
                                       "resps": instance.resps}, ensure_ascii=False) + "\n")
-        partial.replace(path)
     except OSError as err:
         raise SavedAnswersError(
             f"The answers of {task} could not be saved to {path} before scoring ({err.strerror or err}). Free some "

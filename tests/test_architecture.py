@@ -12,7 +12,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "lm_eval_ext"
 
 LAYERS = [
     # foundation
-    {"lm_eval_ext", "lm_eval_ext.errors", "lm_eval_ext.paths"},
+    {"lm_eval_ext", "lm_eval_ext.errors", "lm_eval_ext.paths", "lm_eval_ext.atomic_write"},
     # data layer
     {"lm_eval_ext.data"},
     # shared machinery below the benchmarks
@@ -29,7 +29,7 @@ LAYERS = [
     {"lm_eval_ext.report", "lm_eval_ext.export", "lm_eval_ext.leaderboard"},
     # commands
     {"lm_eval_ext.commands", "lm_eval_ext.cli", "lm_eval_ext.data.cli", "lm_eval_ext.judge.cli",
-     "lm_eval_ext.report.cli", "lm_eval_ext.export.cli", "lm_eval_ext.leaderboard.cli"},
+     "lm_eval_ext.report.cli", "lm_eval_ext.export.cli", "lm_eval_ext.leaderboard.cli", "lm_eval_ext.lieder.cli"},
 ]
 
 

@@ -365,7 +365,7 @@ def test_key_is_written_nowhere(tmp_path, caplog, capsys):
         judge_many(items(2), config(srv, tmp_path / "x"), progress=True)
     captured = capsys.readouterr()
     assert "judge" in captured.err  # the progress and summary lines were captured
-    texts = [caplog.text, captured.out, captured.err, str(err.value), json.dumps(judge.record),
+    texts = [caplog.text, captured.out, captured.err, str(err.value), json.dumps(judge.record.to_dict()),
              json.dumps(judge.stats.to_dict())]
     assert all(FAKE_KEY not in text for text in texts)
     # the client's own debug logs (request options, retries) were really captured

@@ -186,6 +186,15 @@ def test_a_judge_lost_during_the_run_names_the_command_that_finishes(run_cli, da
     assert _results(tmp_path / "out")[-1]["results"][TASK]["score,judge"] == 5.5
 
 
+def _full_disk(limit: int) -> list[str]:
+    """A command prefix under which every file stops growing at ``limit`` bytes, as on a full disk.
+
+    RLIMIT_FSIZE: Python ignores SIGXFSZ, so a write past the limit fails with EFBIG.
+    """
+    return [sys.executable, "-c", f"import os, resource, sys; resource.setrlimit(resource.RLIMIT_FSIZE, ({limit}, "
+            f"{limit})); os.execvp(sys.argv[1], sys.argv[1:])"]
+
+
 def test_results_that_cannot_be_written_fail_the_run_and_resume_writes_them(run_cli, data_dir, tmp_path):
     """A full disk while the harness writes the results: exit 2, the cut file set aside, resume writes them whole."""
     table = tmp_path / "table.json"
@@ -193,11 +202,8 @@ def test_results_that_cannot_be_written_fail_the_run_and_resume_writes_them(run_
     answers = tmp_path / "answers"
     flags = ["--model", "ext-loglik-table", "--model_args", f"table={table}", "--tasks", "lieder_base", "--limit", "4",
              "--metadata", json.dumps({"answers_dir": str(answers)})]
-    # RLIMIT_FSIZE makes every file stop growing at 16 kB (Python ignores SIGXFSZ: the write fails with EFBIG),
-    # as a full disk does: the answers fit, the results file (larger) is cut short
-    full_disk = ("import os, resource, sys; resource.setrlimit(resource.RLIMIT_FSIZE, (16384, 16384)); "
-                 "os.execvp(sys.argv[1], sys.argv[1:])")
-    proc = run_cli([sys.executable, "-c", full_disk, "lm-eval-ext", "run", *flags, "--output_path", tmp_path / "out"])
+    # 16 kB: the answers fit, the results file (larger) is cut short
+    proc = run_cli([*_full_disk(16384), "lm-eval-ext", "run", *flags, "--output_path", tmp_path / "out"])
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
     (cut,) = (tmp_path / "out").rglob("results_*.json.incomplete")
     assert cut.stat().st_size == 16384 and not list((tmp_path / "out").rglob("results_*.json"))
@@ -214,3 +220,50 @@ def test_results_that_cannot_be_written_fail_the_run_and_resume_writes_them(run_
     (expected,) = _results(tmp_path / "direct")
     assert written["results"] == expected["results"] and written["n-samples"] == expected["n-samples"]
     assert not saved.exists()  # resume removes the answers once the results are written
+
+
+def test_samples_that_cannot_be_written_fail_the_run_and_resume_writes_them(run_cli, data_dir, tmp_path):
+    """A full disk while the harness writes the samples: exit 2, the cut samples file set aside (not left under its
+    own name), resume writes results and samples whole."""
+    table = tmp_path / "table.json"
+    table.write_text(json.dumps({"entries": [], "default": -3.0}))
+    answers = tmp_path / "answers"
+    flags = ["--model", "ext-loglik-table", "--model_args", f"table={table}", "--tasks", "lieder_base", "--limit", "4",
+             "--log_samples", "--metadata", json.dumps({"answers_dir": str(answers)})]
+    # 24 kB: the answers and the results file (about 21 kB) fit, the samples file (about 32 kB) does not
+    proc = run_cli([*_full_disk(24576), "lm-eval-ext", "run", *flags, "--output_path", tmp_path / "out"])
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    (results,) = (tmp_path / "out").rglob("results_*.json")
+    json.loads(results.read_text())  # whole
+    (cut,) = (tmp_path / "out").rglob("samples_*.jsonl.incomplete")
+    assert cut.stat().st_size == 24576 and not list((tmp_path / "out").rglob("samples_*.jsonl"))
+    (saved,) = answers.iterdir()
+    assert (f"lm-eval-ext: error: The run finished but the samples file {cut.name[:-len('.incomplete')]} was cut "
+            f"short (set aside as {cut}) (a full disk or a read-only directory?). The answers are saved in {saved}: "
+            f"`lm-eval-ext resume {saved} --output_path DIR` scores them again and writes the results to a writable "
+            "DIR.") in proc.stderr
+
+    resumed = run_cli(["lm-eval-ext", "resume", saved, "--output_path", tmp_path / "again"])
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    (samples,) = (tmp_path / "again").rglob("samples_lieder_base_*.jsonl")
+    assert sorted(json.loads(line)["doc_id"] for line in samples.read_text().splitlines()) == [0, 1, 2, 3]
+    assert cut.read_bytes() == samples.read_bytes()[:24576]  # the same samples, cut where the disk was full
+
+
+def test_an_empty_samples_file_is_set_aside(tmp_path):
+    """A samples file left empty (the disk was full when the harness opened it) is not left under its real name."""
+    from lm_eval_ext.commands.run import ResultsNotWrittenError, _check_results
+
+    out = tmp_path / "out" / "model"
+    out.mkdir(parents=True)
+    (out / "results_2030-01-01T00-00-00.json").write_text("{}")
+    (out / "samples_lieder_base_2030-01-01T00-00-00.jsonl").write_text('{"doc_id": 0}\n')
+    empty = out / "samples_lieder_two_2030-01-01T00-00-00.jsonl"
+    empty.touch()
+    with pytest.raises(ResultsNotWrittenError) as caught:
+        _check_results(tmp_path / "out", started=time.time() - 1, saved=tmp_path / "no-answers")
+    assert str(caught.value) == (f"The run finished but the samples file {empty.name} was cut short (set aside as "
+                                 f"{empty}.incomplete) (a full disk or a read-only directory?). ")
+    assert sorted(p.name for p in out.iterdir()) == [
+        "results_2030-01-01T00-00-00.json", "samples_lieder_base_2030-01-01T00-00-00.jsonl",
+        "samples_lieder_two_2030-01-01T00-00-00.jsonl.incomplete"]

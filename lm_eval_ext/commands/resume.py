@@ -12,6 +12,7 @@ is removed once the results are written.
 """
 from __future__ import annotations
 
+import argparse
 import json
 import shlex
 import shutil
@@ -74,6 +75,23 @@ def replay_args(folder: str, original) -> dict:
             f"{REPLAY} uses itself: resume it from Python with lm_eval.simple_evaluate(model={REPLAY!r}, "
             f"model_args={{'answers': {str(folder)!r}}}, ...).")
     return {"answers": str(folder), "replayed_model": model, **args}
+
+
+def add_resume_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """Add ``resume DIR`` to a CLI's subparsers: the flags after ``DIR`` go to ``lm_eval run``."""
+    resume = subparsers.add_parser(
+        "resume", help="score a run's saved answers again and write its results",
+        usage="lm-eval-ext resume [-h] DIR [flags of `lm_eval run`]",
+        description="Score the answers a run saved before scoring (the run's log names the directory) and write "
+                    "the run's results; flags of `lm_eval run` after DIR replace the saved command's.")
+    resume.add_argument("folder", metavar="DIR", help="the run's saved answers")
+    resume.set_defaults(func=resume_command, harness_flags=[])
+    return resume
+
+
+def resume_command(args: argparse.Namespace) -> int:
+    """``lm-eval-ext resume``."""
+    return main(args.folder, args.harness_flags)
 
 
 def main(folder: str, extra: list[str]) -> int:

@@ -105,8 +105,8 @@ def _registry_source(dataset: str) -> str | None:
 
 def _judge_entry(tasks: dict[str, tuple[Run, dict]]) -> dict | None:
     """The judge of every judged task, as the task recorded it (``configs.<task>.metadata.judge``)."""
-    judged = {task: (run.task_config(task).get("metadata") or {}).get("judge") for task, (run, _) in sorted(tasks.items())}
-    return {task: record for task, record in judged.items() if record} or None
+    judged = {task: run.judge_record(task) for task, (run, _) in sorted(tasks.items())}
+    return {task: record.to_dict() for task, record in judged.items() if record} or None
 
 
 def _seeds_entry(model: Model, benchmark, tasks: dict[str, dict]) -> dict:

@@ -208,7 +208,7 @@ class JudgedTask(ExtTask):
                         "until they are judged: %s", self.config.task, sum(failures.values()), len(instances),
                         ", ".join(f"{n} {kind}" for kind, n in failures.items()), again)
         # after judging: `judge` in the metadata is also the judge option's name
-        self.record_run_info(judge={**config_record(config, judge_setup(config)), "run": judged_counts(results)})
+        self.record_run_info(judge={**config_record(config, judge_setup(config)).to_dict(), "run": judged_counts(results)})
         return instances
 
     def document_metrics(self, doc: dict, results: list) -> dict:

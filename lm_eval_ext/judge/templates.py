@@ -16,6 +16,7 @@ from .config import JudgeConfig, cli_flag
 from .definitions import JUDGES
 from .errors import JudgeConfigError
 from .parser import PARSERS, ScoreParser
+from .records import JudgeRecord
 
 FIELDS = ("question", "response", "reference")
 _FIELD_RE = re.compile(r"\{(question|response|reference)\}")
@@ -102,22 +103,22 @@ def judge_setup(config: JudgeConfig) -> JudgeSetup:
     )
 
 
-def config_record(config: JudgeConfig, setup: JudgeSetup) -> dict:
+def config_record(config: JudgeConfig, setup: JudgeSetup) -> JudgeRecord:
     """What results record about the judge, for reproducibility (no key, no full URL, no path)."""
-    return {
-        "judge": config.judge if config.template is None else f"custom ({config.judge} defaults)",
-        "model": setup.model,
-        "base_url_host": config.base_url_host(),
-        "template": setup.template_name,
-        "template_sha256": setup.template_sha256,
-        "language": config.language,
-        "parser": setup.parser.name,
-        "score_range": [setup.low, setup.high],
-        "score_scale": setup.scale,
-        "system_message": setup.system_message,
-        "temperature": config.temperature,
-        "top_p": config.top_p,
-        "max_tokens": config.max_tokens,
-        "seed": config.seed,
-        "reasks": config.reasks,
-    }
+    return JudgeRecord(
+        judge=config.judge if config.template is None else f"custom ({config.judge} defaults)",
+        model=setup.model,
+        base_url_host=config.base_url_host(),
+        template=setup.template_name,
+        template_sha256=setup.template_sha256,
+        language=config.language,
+        parser=setup.parser.name,
+        score_range=[setup.low, setup.high],
+        score_scale=setup.scale,
+        system_message=setup.system_message,
+        temperature=config.temperature,
+        top_p=config.top_p,
+        max_tokens=config.max_tokens,
+        seed=config.seed,
+        reasks=config.reasks,
+    )

@@ -18,6 +18,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from ..export.judge_validation import validates
+from ..judge.records import JudgeRecord
 from ..export.schema import schema_problems
 from ..results.status import status_of
 
@@ -75,7 +76,8 @@ CORRELATIONS = tuple(f"{humans}.{name}" for humans in ("vs_gold", "vs_silver") f
 def validation_of(record: dict, judge: dict) -> dict | None:
     """The record's validation of ``judge`` (a task's judge record): same endpoint host, model and template, made
     on the published validation file; None when it has none."""
-    return next((entry for entry in record.get("judge_validation") or [] if validates(entry, judge)), None)
+    ours = JudgeRecord.from_dict(judge)
+    return next((entry for entry in record.get("judge_validation") or [] if validates(entry, ours)), None)
 
 
 def _judge_text(judge: dict) -> str:

@@ -16,6 +16,7 @@ from functools import cached_property
 from pathlib import Path
 
 from ..errors import UserError
+from ..judge.records import JudgeRecord, JudgeRecordError
 
 # The harness's date id: datetime.now().isoformat() with ':' replaced by '-'.
 _DATE_ID = re.compile(r"_(\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(?:\.\d+)?)$")
@@ -209,6 +210,19 @@ class Run:
     def task_config(self, task: str) -> dict:
         """The task's resolved config as the harness recorded it (empty for groups)."""
         return (self.data.get("configs") or {}).get(task) or {}
+
+    def judge_record(self, task: str) -> JudgeRecord | None:
+        """The judge that scored ``task``, as the task recorded it (``configs.<task>.metadata.judge``); None when
+        the task was not judged."""
+        data = (self.task_config(task).get("metadata") or {}).get("judge")
+        if data is None:
+            return None
+        try:
+            return JudgeRecord.from_dict(data)
+        except JudgeRecordError as err:
+            raise ResultsError(f"{self.path}: the judge record of {task} (configs.{task}.metadata.judge) cannot be "
+                               f"read: {err}. The file was changed after the run or is damaged; run the task "
+                               "again.") from None
 
     def samples_path(self, task: str) -> Path | None:
         """The task's sample log, if the run was made with ``--log_samples``."""

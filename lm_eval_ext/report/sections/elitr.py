@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...elitr.seed_summary import summarize
+from ...judge.records import JudgeRecord
 from ...published import Published
 from ...results.load import Model, Run
 from ..blocks import Figure, Note, Section, Table
@@ -66,8 +67,8 @@ class Setting(TaskRun):
         return f"{self.set.upper() if self.set == 'qa' else self.set.capitalize()} {mode}{'' if self.language == 'en' else f' ({self.language})'}"
 
     @property
-    def judge(self) -> dict | None:
-        return (self.run.task_config(self.task).get("metadata") or {}).get("judge")
+    def judge(self) -> JudgeRecord | None:
+        return self.run.judge_record(self.task)
 
     @property
     def seeds(self) -> int:
@@ -126,7 +127,7 @@ def build(models: list[Model], published: Published | None = None) -> Section | 
 
 def _notes(settings: list[Setting]) -> list[Note]:
     notes = []
-    judges = {tuple(str((s.judge or {}).get(f)) for f in ("judge", "model", "template_sha256")) for s in settings}
+    judges = {(s.judge.model, s.judge.template_sha256) if s.judge else None for s in settings}
     if len(judges) > 1:
         notes.append(Note("These tasks were not all scored by the same judge (model, template): scores are comparable "
                           "only between rows with the same judge (see the judge table)."))
@@ -290,10 +291,10 @@ def _seeds_table(settings: list[Setting]) -> Table:
 def _judge_table(settings: list[Setting]) -> Table:
     rows = []
     for s in settings:
-        judge = s.judge or {}
-        stats = judge.get("run") or {}
-        rows.append([s.model.label, s.task, *(judge.get(f) for f in JUDGE_FIELDS), stats.get("calls"),
-                     stats.get("from_cache"), stats.get("scored")])
+        judge = s.judge
+        recorded = [getattr(judge, f) for f in JUDGE_FIELDS] if judge else [None] * len(JUDGE_FIELDS)
+        stats = (judge and judge.run) or {}
+        rows.append([s.model.label, s.task, *recorded, stats.get("calls"), stats.get("from_cache"), stats.get("scored")])
     columns = [{"model": "judge_model", "seed": "judge_seed"}.get(f, f) for f in JUDGE_FIELDS]
     return Table("elitr_judge", "The judge of each task", ["model", "task", *columns, "calls", "from_cache", "scored"],
                  rows, "As each task recorded it in the results file (configs.<task>.metadata.judge), most complete run.")
