@@ -108,6 +108,26 @@ def test_judging_killed_midway_is_finished_by_resume(run_cli, data_dir, tmp_path
     assert not run.exists()  # removed once the results were written
 
 
+def test_lm_eval_ext_run_keeps_the_answers_the_judge_failed_on(run_cli, data_dir, tmp_path):
+    """`lm-eval-ext run` removes a run's saved answers once its results are written, but not while the judge failed
+    on some of them: the note names the resume command, and resume judges only those."""
+    flags, answers = _setup(tmp_path)
+    sequence = [None, None, None, "500"]  # the probe, A3, A4, then a server error for A5
+    with StubOpenAIServer(responder=answering_the_probe(scores), models=(), fault_sequence=sequence) as srv:
+        proc = run_cli(["lm-eval-ext", "run", *flags, *_metadata(srv, tmp_path, answers, judge_retries=0)],
+                       env={KEY_ENV: KEY}, timeout=600)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        (run,) = answers.iterdir()
+        assert (f"lm-eval-ext: note: the judge failed on 1 answer(s), so the run's answers are kept in {run}: "
+                f"`lm-eval-ext resume {run}` judges them again") in proc.stderr
+        before = len(judge_calls(srv))
+        proc = run_cli(["lm-eval-ext", "resume", str(run)], env={KEY_ENV: KEY}, timeout=600)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        assert [_answer_of(body) for body in judge_calls(srv)[before:]] == ["A5"]
+    assert not run.exists()  # judged in full: the answers are removed
+    assert _results(tmp_path / "out")[-1]["results"][TASK]["judge_failures,judge"] == 0
+
+
 def test_a_resumed_run_is_the_same_run_in_results_report_and_export(run_cli, data_dir, tiny_model_dir, tmp_path):
     """A judge fails on one answer under plain `lm_eval`; `lm-eval-ext resume` judges it: the resumed results carry the
     original model's name, arguments and results folder, say where they were resumed from and how many verdicts came

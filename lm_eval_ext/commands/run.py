@@ -69,9 +69,14 @@ def main(argv: list[str]) -> int:
     sys.argv = ["lm_eval", "run", *argv]
     cli_evaluate()
     saved = answers.run_dir(_metadata(args))
-    if args.output_path:
-        _check_results(Path(args.output_path).expanduser(), started, saved)
-    shutil.rmtree(saved, ignore_errors=True)
+    results = _check_results(Path(args.output_path).expanduser(), started, saved) if args.output_path else []
+    unjudged = _judge_failures(results)
+    if unjudged and saved.is_dir():
+        print(f"lm-eval-ext: note: the judge failed on {unjudged} answer(s), so the run's answers are kept in {saved}: "
+              f"`lm-eval-ext resume {saved}` judges them again (verdicts already given come from the judge's cache).",
+              file=sys.stderr)
+    else:
+        shutil.rmtree(saved, ignore_errors=True)
     return 0
 
 
@@ -80,8 +85,9 @@ def _metadata(args) -> dict:
     return metadata if isinstance(metadata, dict) else {}
 
 
-def _check_results(output: Path, started: float, saved: Path) -> None:
-    """Raise unless the run wrote whole results and samples files under ``output`` (set cut ones aside)."""
+def _check_results(output: Path, started: float, saved: Path) -> list[Path]:
+    """The results files the run wrote under ``output``; raises unless it wrote whole results and samples files
+    (cut ones are set aside)."""
     root = output.parent if output.suffix == ".json" else output
     results = _written(root, f"{output.stem}_*.json" if output.suffix == ".json" else "results_*.json", started)
     problems = [] if results else [f"no results file was written under {root}"]
@@ -96,6 +102,15 @@ def _check_results(output: Path, started: float, saved: Path) -> None:
                 "and writes the results to a writable DIR." if saved.is_dir() else "")
         raise ResultsNotWrittenError(f"The run finished but {'; '.join(problems)} (a full disk or a read-only "
                                      f"directory?). {keep}")
+    return results
+
+
+def _judge_failures(results: list[Path]) -> int:
+    """How many answers the judge failed on, by the ``judge_failures`` counts of the results files."""
+    return sum(int(value) for path in results
+               for metrics in json.loads(path.read_text(encoding="utf-8")).get("results", {}).values()
+               for name, value in metrics.items()
+               if name.split(",")[0] == "judge_failures" and isinstance(value, (int, float)) and value == value)
 
 
 def _written(root: Path, pattern: str, started: float) -> list[Path]:
