@@ -1,8 +1,8 @@
 """The leaderboard record of one model: every metric of the plugin's tasks and how they were obtained.
 
 One record per model (all its runs), in the layout of ``schema/leaderboard.schema.json``
-(docs/leaderboard.md describes each field). A task run several times is taken from the
-newest run, as in the report. The record says whether its numbers are partial or truncated
+(docs/leaderboard.md describes each field). A task run several times is taken from its
+most complete run (the newest of equals), as in the report. The record says whether its numbers are partial or truncated
 (:mod:`lm_eval_ext.results.status`), carries LIEDER's human-baseline comparison and novelty test
 (:mod:`lm_eval_ext.results.lieder`, the same functions as the report) and, when given, the
 validation of the ELITR-Bench judge (:mod:`.judge_validation`).
@@ -19,7 +19,7 @@ from ..data.registry import MANIFEST_PATH
 from ..elitr.seed_summary import summarize
 from ..results.lieder import family_mean, novelty_tests, read_human_baseline
 from ..results.load import Model, Run
-from ..results.status import PARTIAL, TRUNCATED, run_status
+from ..results.status import PARTIAL, TRUNCATED, run_status, shown_run
 from .benchmarks import BENCHMARKS, benchmark_of
 
 SCHEMA_VERSION = "1.1"
@@ -129,7 +129,7 @@ def _lieder_derived(model: Model) -> dict:
     """LIEDER's human-baseline comparison and base vs diff novelty test, from the sample logs of the newest
     lieder_base and lieder_diff runs (each null, with a note, when it cannot be computed)."""
     notes = []
-    base_run, diff_run = model.latest("lieder_base"), model.latest("lieder_diff")
+    base_run, diff_run = shown_run(model, "lieder_base"), shown_run(model, "lieder_diff")
     base = base_run.samples("lieder_base") if base_run else None
     diff = diff_run.samples("lieder_diff") if diff_run else None
     human_entry = None
@@ -169,8 +169,8 @@ def _status_entry(runs: list[Path], chosen: dict[str, Run], allowed: bool) -> di
 
 
 def chosen_tasks(model: Model) -> dict[str, Run]:
-    """The plugin's tasks of a model, each with the newest run that has it."""
-    return {task: model.latest(task) for task in model.tasks if benchmark_of(task)}
+    """The plugin's tasks of a model, each with the run a report shows (the most complete; the newest of equals)."""
+    return {task: shown_run(model, task) for task in model.tasks if benchmark_of(task)}
 
 
 def leaderboard_record(model: Model, exported_at: str, *, allow_partial: bool = False,

@@ -263,7 +263,7 @@ class Model:
         return [run for run in self.runs if task in run.tasks]
 
     def latest(self, task: str) -> Run | None:
-        """The newest run with results for ``task`` (the one a report shows)."""
+        """The newest run with results for ``task`` (a report shows the most complete: ``results.status.shown_run``)."""
         runs = self.runs_with(task)
         return runs[-1] if runs else None
 

@@ -29,7 +29,8 @@ from ...published import Published
 from ...results.load import Model, Run
 from ..blocks import Figure, Note, Section, Table
 from ..figures import model_color, new_figure, published_color, published_marker
-from .common import OWN_SOURCE, TaskRun, citations, most_complete, published_label, published_notes, source_text
+from .common import OWN_SOURCE, TaskRun, citations, published_label, published_notes, source_text
+from ...results.status import most_complete
 
 TITLE = "ELITR-Bench"
 KEY = "elitr_bench"

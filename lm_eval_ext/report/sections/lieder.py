@@ -32,7 +32,8 @@ from ...results.lieder import (
 from ...results.load import Model
 from ..blocks import Figure, Note, Section, Table
 from ..figures import model_color, new_figure, published_color
-from .common import OWN_SOURCE, citations, published_label, published_notes, shown_run, source_text
+from .common import OWN_SOURCE, citations, published_label, published_notes, source_text
+from ...results.status import shown_run
 
 TITLE = "LIEDER"
 KEY = "lieder"

@@ -29,7 +29,8 @@ from ...published.magnifico import DIALOGUE_INTERPRETATIONS
 from ...results.load import Model
 from ..blocks import Figure, Note, Section, Table
 from ..figures import model_color, new_figure, published_color
-from .common import OWN_SOURCE, TaskRun, citations, published_label, published_notes, shown_run, source_text
+from .common import OWN_SOURCE, TaskRun, citations, published_label, published_notes, source_text
+from ...results.status import shown_run
 
 TITLE = "MAGNIFICo"
 KEY = "magnifico"

@@ -6,7 +6,7 @@ import json
 from ...results.load import Model
 from ...results.status import run_status
 from ..blocks import Note, Section, Table
-from .common import documents_scored, shown_run
+from ...results.status import documents_scored, shown_run
 
 TITLE = "Models and runs"
 
