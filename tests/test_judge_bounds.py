@@ -72,26 +72,22 @@ def test_a_reply_that_never_ends_is_cut_at_the_deadline_and_retried(tmp_path):
 
 
 def test_the_cap_counts_the_whole_body(tmp_path):
-    """A normal reply just under the cap passes; the same reply with the cap one byte smaller does not."""
+    """A reply of exactly the cap passes; with the cap one byte smaller it is cut."""
+    import httpx
+
     text = "x" * 1000 + " \\boxed{4}"
+    request = {"model": "m", "messages": []}
     with StubOpenAIServer(text=text) as srv:
-        client = JudgeClient(config(srv, tmp_path, max_reply_bytes=CAP), stop=threading.Event(),
-                             budget=CallBudget(None))
-        assert client.complete({"model": "m", "messages": []}, tries=1) == text
-        size = len(srv.requests and _body_size(srv, client))
-        small = JudgeClient(config(srv, tmp_path, max_reply_bytes=size - 1), stop=threading.Event(),
-                            budget=CallBudget(None))
+        size = len(httpx.post(f"{srv.base_url}/chat/completions", json=request).content)
+
+        def client(cap: int) -> JudgeClient:
+            return JudgeClient(config(srv, tmp_path, max_reply_bytes=cap), stop=threading.Event(),
+                               budget=CallBudget(None))
+
+        assert client(size).complete(request, tries=1) == text
         with pytest.raises(TransientError) as err:
-            small.complete({"model": "m", "messages": []}, tries=1)
-        assert err.value.kind == "too_large"
-        exact = JudgeClient(config(srv, tmp_path, max_reply_bytes=size), stop=threading.Event(),
-                            budget=CallBudget(None))
-        assert exact.complete({"model": "m", "messages": []}, tries=1) == text
-
-
-def _body_size(srv, client) -> bytes:
-    """The bytes of the stub's reply body to a request like the one just made."""
-    return client._http.post("chat/completions", json={"model": "m", "messages": []}).content
+            client(size - 1).complete(request, tries=1)
+    assert err.value.kind == "too_large" and f"more than {size - 1} bytes" in str(err.value)
 
 
 def test_a_judge_that_stops_answering_trips_the_circuit_breaker(tmp_path):

@@ -96,8 +96,9 @@ def test_a_task_whose_every_prompt_is_too_long_stops_before_generating(run_cli, 
     else:
         responses = tmp_path / "responses.json"
         responses.write_text('{"rules": [], "default": "an answer"}')
-        model = ["--model", "ext-canned-gen", "--model_args", f"responses={responses},calls_log={tmp_path / 'calls'},"
-                 f"max_length=512,tokenizer={tiny_model_dir}"]
+        # the scripted model takes no max_length: the task reads the window from --metadata as well
+        model = ["--model", "ext-canned-gen", "--model_args", f"responses={responses},calls_log={tmp_path / 'calls'}",
+                 "--metadata", "max_length=512", f"tokenizer={tiny_model_dir}"]
     proc = run_cli([command, "run", *model, "--tasks", "litm_kv_75keys", "--limit", "3", "--output_path", str(out),
                     "--log_samples"], timeout=900)
     assert proc.returncode != 0
