@@ -42,7 +42,8 @@ class Limits:
     heap limit per process.
     """
 
-    budget: int = 200_000_000  # about 5 s of one core; the costliest gold query of MAGNIFICo takes ~1.1 million
+    # about 5 s of one core; the costliest gold query of MAGNIFICo needs about 1.1 million
+    budget: int = 200_000_000
     timeout: float = 60.0
     max_rows: int = 100_000
     max_bytes: int = 64 * 2**20
