@@ -86,13 +86,14 @@ setup(
     ],
     extras_require={
         "hf": ["lm-eval[hf]>=0.4.13,<0.5", "transformers>=4.45"],
-        "api": ["lm-eval[api]>=0.4.13,<0.5", "openai>=1.40", "tenacity"],
+        "api": ["lm-eval[api]>=0.4.13,<0.5", "openai>=1.40", "httpx>=0.23", "tenacity"],
         "vllm": ["lm-eval[vllm]>=0.4.13,<0.5"],
         "dev": [
             "lm-eval[hf,api]>=0.4.13,<0.5",
             "transformers>=4.45",
             "tokenizers",
             "openai>=1.40",
+            "httpx>=0.23",
             "pytest>=8",
             "playwright",
             "wandb",  # the harness's W&B logger, run offline by the tests

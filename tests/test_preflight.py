@@ -81,7 +81,8 @@ def test_items_without_a_database_are_counted_before_the_run(run_cli, data_dir, 
                   .splitlines()[1:] if line.split("\t")[1].startswith("baseball_1:"))
     assert missing > 0
     assert (f"note: magnifico_direct_base: {missing} of 113 items will be left out ({missing} whose Spider database "
-            f"is missing: baseball_1 ({missing} items); 0 whose gold query fails)") in proc.stdout
+            f"is missing: baseball_1 ({missing} items); 0 whose gold query fails; 0 whose gold query does not finish "
+            "within its budget)") in proc.stdout
 
 
 def _judged_run(run_cli, tmp_path, judge_flags: list[str], env: dict, command=("lm-eval-ext", "run")):

@@ -136,11 +136,13 @@ def _check_tasks(leaves: list[str], cfg, predict_only: bool, report: Preflight) 
         if not isinstance(task, ExtTask):
             continue
         excluded = (task.config.metadata or {}).get("excluded")
-        if excluded and (excluded.get("db_missing") or excluded.get("gold_error")):
+        left_out = sum(excluded.get(k, 0) for k in ("db_missing", "gold_error", "gold_budget")) if excluded else 0
+        if left_out:
             missing = ", ".join(f"{db} ({n} items)" for db, n in excluded["missing_databases"].items())
-            report.notes.append(f"{name}: {excluded['db_missing'] + excluded['gold_error']} of {excluded['items']} "
-                                f"items will be left out ({excluded['db_missing']} whose Spider database is missing"
-                                f"{': ' + missing if missing else ''}; {excluded['gold_error']} whose gold query fails)")
+            report.notes.append(f"{name}: {left_out} of {excluded['items']} items will be left out "
+                                f"({excluded['db_missing']} whose Spider database is missing"
+                                f"{': ' + missing if missing else ''}; {excluded['gold_error']} whose gold query fails; "
+                                f"{excluded['gold_budget']} whose gold query does not finish within its budget)")
         if isinstance(task, JudgedTask) and not predict_only:
             try:
                 task.check_judge()

@@ -73,7 +73,13 @@ class JudgeConfig:
                                f"run's seed (harness --seed), else {DEFAULT_SEED}", int, optional=True)
     reasks: int = _option(2, "how many times to ask again (with another seed) when a reply has no valid score", int)
     concurrency: int = _option(8, "judge calls in flight at once", int)
-    timeout: float = _option(120.0, "seconds to wait for one judge reply", float)
+    timeout: float = _option(120.0, "deadline of one judge call in seconds: connecting, sending and the whole reply "
+                             "(a reply still arriving then is cut)", float)
+    max_reply_bytes: int = _option(262144, "largest judge reply body, in bytes; a bigger one is cut there and "
+                                   "retried like a timeout", int)
+    stop_after_timeouts: int = _option(3, "stop the run when this many judge calls in a row (across all in flight) "
+                                       "time out or cannot connect and nothing has come back from the judge for "
+                                       "'timeout' seconds; 0 = never", int)
     retries: int = _option(6, "transport retries per call (timeouts, connection errors, 429, 5xx)", int)
     retry_wait: float = _option(1.0, "base of the exponential backoff between retries, in seconds (with "
                                 "jitter); a Retry-After header wins, up to retry_max_wait", float)
@@ -234,10 +240,12 @@ def _check(config: JudgeConfig) -> None:
                                f"or {metadata_name('judge')}).{custom}")
     if config.language not in ("en", "cs"):
         raise JudgeConfigError(f"Unknown judge language {config.language!r}: use en or cs.")
-    for name in ("concurrency", "max_tokens"):
+    for name in ("concurrency", "max_tokens", "max_reply_bytes"):
         if getattr(config, name) < 1:
             raise JudgeConfigError(f"The judge option {name!r} must be at least 1, not {getattr(config, name)}.")
-    for name in ("reasks", "retries"):
+    if config.timeout <= 0:
+        raise JudgeConfigError(f"The judge option 'timeout' must be more than 0 seconds, not {config.timeout:g}.")
+    for name in ("reasks", "retries", "stop_after_timeouts"):
         if getattr(config, name) < 0:
             raise JudgeConfigError(f"The judge option {name!r} cannot be negative ({getattr(config, name)}).")
     if config.max_calls is not None and config.max_calls < 0:

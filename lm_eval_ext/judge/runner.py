@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from tqdm import tqdm
 
 from .cache import JudgeCache, request_key
-from .client import Aborted, CallBudget, CallCapReached, ItemRejected, JudgeClient, TransientError
+from .client import Aborted, CallBudget, CallCapReached, ItemRejected, JudgeClient, JudgeGone, TransientError
 from .config import JudgeConfig, cli_flag, metadata_name
 from .errors import JudgeBudgetError, JudgeUnreachableError
 from .records import FAILED, NOT_JUDGED, SCORED, JudgeItem, JudgeResult
@@ -134,7 +134,11 @@ class Judge:
                     return JudgeResult(FAILED, failure="call_cap", detail=str(exc), judge_outputs=outputs, calls=calls)
                 except ItemRejected as exc:
                     return JudgeResult(FAILED, failure="rejected", detail=str(exc), judge_outputs=outputs, calls=calls)
+                except JudgeGone as exc:
+                    raise self._unreachable(exc.last, breaker=True) from None
                 except TransientError as exc:
+                    if client.gone is not None:
+                        raise Aborted() from None  # the circuit breaker stopped the run: its error is the one shown
                     # Unreachable: nothing has ever answered, or the judge stopped answering (no call of the
                     # run got a reply while this one was tried, and it timed out or could not connect). A judge
                     # that hangs mid-run then stops the run after one item's tries, not after every item's.
@@ -152,14 +156,20 @@ class Judge:
                 return verdict
         raise AssertionError("unreachable: the last ask always gives a verdict")
 
-    def _unreachable(self, exc: TransientError, since_start: bool) -> JudgeUnreachableError:
-        when = "of this run has succeeded" if since_start else "has succeeded since this one was first tried"
+    def _unreachable(self, exc: TransientError, since_start: bool = False, breaker: bool = False
+                     ) -> JudgeUnreachableError:
+        if breaker:
+            why = (f"{self.config.stop_after_timeouts} judge calls in a row timed out or could not connect, and "
+                   f"nothing came back from the judge for {self.config.timeout:g} s")
+        else:
+            when = "of this run has succeeded" if since_start else "has succeeded since this one was first tried"
+            why = f"tried {self.config.retries + 1} times, and no judge call {when}"
         return JudgeUnreachableError(
-            f"The judge at {self.config.base_url_host()} could not be used: {exc} (tried "
-            f"{self.config.retries + 1} times, and no judge call {when}). Check that the server "
+            f"The judge at {self.config.base_url_host()} could not be used: {exc} ({why}). Check that the server "
             f"is up and that the base URL is right (now {self.config.base_url!r}; set it with "
-            f"{cli_flag('base_url')} or --metadata {metadata_name('base_url')}=URL). The run was stopped; replies "
-            "judged so far are cached."
+            f"{cli_flag('base_url')} or --metadata {metadata_name('base_url')}=URL); a judge that is only slow "
+            f"needs a longer {metadata_name('timeout')} (now {self.config.timeout:g} s for a whole call). The run "
+            "was stopped; replies judged so far are cached."
         )
 
     # -- the batch --------------------------------------------------------
@@ -228,6 +238,7 @@ class Judge:
         finally:
             stop.set()  # on an error (or Ctrl-C): end retry waits, start no new call
             pool.shutdown(wait=True, cancel_futures=True)
+            client.close()
             bar.close()
             self.stats.calls = budget.used
             self.stats.retries = client.retries

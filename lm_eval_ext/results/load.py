@@ -185,7 +185,7 @@ class Run:
             if number is not None and not name.split(",")[0].endswith("_stderr"):
                 values[name] = number
         excluded = (((self.data.get("configs") or {}).get(task) or {}).get("metadata") or {}).get("excluded") or {}
-        for reason in ("db_missing", "gold_error"):
+        for reason in ("db_missing", "gold_error", "gold_budget"):
             if isinstance(excluded.get(reason), (int, float)):
                 values[f"excluded_{reason}"] = excluded[reason]
         return values

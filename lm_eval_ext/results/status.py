@@ -4,7 +4,8 @@ A run is **partial** when some items were not scored: ``--limit`` was set, a tas
 documents than it has (``n-samples.effective < original``: ``--limit`` or ``--samples``), the run was
 ``--predict_only`` (its metrics are the harness's ``bypass`` placeholder), or a task counted items
 it could not score (``prompts_skipped``: prompts too long for the model; ``excluded_db_missing``,
-``excluded_gold_error``: MAGNIFICo items without a usable database or gold query, recorded in the
+``excluded_gold_error``, ``excluded_gold_budget``: MAGNIFICo items without a usable database or gold
+query (one that fails, one that does not finish within its instruction budget), recorded in the
 task's metadata and read with its metrics by :meth:`Run.metrics`;
 ``judge_failures``: answers the judge could not score). A run is **truncated** when prompts were
 cut to fit the model and scored anyway (``prompts_truncated``): complete, but not the published
@@ -24,6 +25,7 @@ COUNTS = (
     ("prompts_skipped", PARTIAL, "prompt(s) skipped as too long for the model"),
     ("excluded_db_missing", PARTIAL, "item(s) excluded: their Spider database is missing"),
     ("excluded_gold_error", PARTIAL, "item(s) excluded: their gold query fails"),
+    ("excluded_gold_budget", PARTIAL, "item(s) excluded: their gold query does not finish within its budget"),
     ("judge_failures", PARTIAL, "answer(s) the judge could not score"),
     ("prompts_truncated", TRUNCATED, "prompt(s) truncated to fit the model (scored, but not the published prompt)"),
 )

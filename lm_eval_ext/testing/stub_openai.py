@@ -65,6 +65,15 @@ or forced for the first requests with ``fault_sequence=["429", None, ...]``:
   that drops the connection mid-body would deliver; give e.g. ``b"null"``,
   ``b"[]"`` or invalid UTF-8 for other malformed bodies).
 
+- ``"trickle"``: status 200 with a chunked body that never ends: ``trickle_bytes`` bytes every
+  ``trickle_interval_s`` seconds until the client hangs up (or ``trickle_max_s`` has passed).
+- ``"huge"``: status 200 and a well-formed chat completion of ``huge_bytes`` bytes (its text
+  padded with spaces, then the responder's reply), sent in pieces as it is made.
+
+For each of these two the request's entry records ``sent`` (body bytes written) and ``cut``
+(True when the client hung up before the end). ``models_fault="trickle"`` or ``"huge"`` makes
+``GET /v1/models`` misbehave the same way.
+
 ``fail_status=401`` (any 4xx/5xx) makes every POST fail with that status.
 
 In its own process (benchmarks, so that its CPU time is not the client's):
@@ -85,7 +94,8 @@ import zlib
 from collections.abc import Callable, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-FAULT_KINDS = ("429", "500", "timeout", "drop", "garbage", "nonjson", "noscore", "badjson")
+FAULT_KINDS = ("429", "500", "timeout", "drop", "garbage", "nonjson", "noscore", "badjson", "trickle", "huge")
+BODY_FAULTS = ("trickle", "huge")
 LOGPROBS_FAULTS = ("no_echo", "no_generated")
 # A chat completion cut off mid-body: valid JSON up to the cut, then nothing.
 TRUNCATED_COMPLETION = b'{"id": "stub-cut", "object": "chat.completion", "choices": [{"index": 0, "message": {"role": "assi'
@@ -167,6 +177,9 @@ class StubOpenAIServer:
             given, the one model ``GET /v1/models`` lists.
         models: the model ids ``GET /v1/models`` lists; ``()`` answers that route with 404, as a
             server without a model list does.
+        trickle_bytes / trickle_interval_s / trickle_max_s: the ``"trickle"`` fault's pace and safety stop.
+        huge_bytes: the size of a ``"huge"`` reply.
+        models_fault: ``None``, ``"trickle"`` or ``"huge"`` for ``GET /v1/models``.
 
     Attributes:
         base_url: ``"http://127.0.0.1:PORT/v1"`` (for ``openai.OpenAI(base_url=...)``).
@@ -199,6 +212,11 @@ class StubOpenAIServer:
         honour_stop: bool = False,
         model: str = "stub",
         models: Sequence[str] | None = None,
+        trickle_bytes: int = 1024,
+        trickle_interval_s: float = 0.01,
+        trickle_max_s: float = 60.0,
+        huge_bytes: int = 100 * 2**20,
+        models_fault: str | None = None,
     ) -> None:
         faults = dict(faults or {})
         unknown = (set(faults) | {f for f in fault_sequence or [] if f is not None}) - set(FAULT_KINDS)
@@ -223,6 +241,13 @@ class StubOpenAIServer:
         self.honour_stop = honour_stop
         self.model = model
         self.models = (model,) if models is None else tuple(models)
+        if models_fault not in (None, *BODY_FAULTS):
+            raise ValueError(f"unknown models_fault {models_fault!r}; known: {BODY_FAULTS}")
+        self.trickle_bytes = trickle_bytes
+        self.trickle_interval_s = trickle_interval_s
+        self.trickle_max_s = trickle_max_s
+        self.huge_bytes = huge_bytes
+        self.models_fault = models_fault
         self.requests: list[dict] = []
         self.max_in_flight = 0
         self._in_flight = 0
@@ -438,10 +463,62 @@ class StubOpenAIServer:
                 error = {"message": message, "type": code, "param": None, "code": code}
                 self._send_json(status, {"error": error}, headers)
 
+            def _send_body(self, entry: dict, pieces, length: int | None = None):
+                """Status 200 with the body ``pieces`` (bytes, in order): chunked unless ``length`` is given."""
+                entry["sent"], entry["cut"] = 0, False
+                try:
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    if length is None:
+                        self.send_header("Transfer-Encoding", "chunked")
+                    else:
+                        self.send_header("Content-Length", str(length))
+                    self.end_headers()
+                    for piece in pieces:
+                        self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece) if length is None else piece)
+                        entry["sent"] += len(piece)
+                    if length is None:
+                        self.wfile.write(b"0\r\n\r\n")
+                except OSError:
+                    entry["cut"] = True
+                    self.close_connection = True
+
+            def _trickle(self):
+                end = time.monotonic() + stub.trickle_max_s
+                while time.monotonic() < end and not stub._stopping.wait(stub.trickle_interval_s):
+                    yield b" " * stub.trickle_bytes
+
+            def _huge(self, payload: dict) -> tuple[list, int]:
+                """The pieces and length of ``payload`` with ``huge_bytes`` of spaces before its first text."""
+                marker = "\x00PAD\x00"
+                if payload.get("choices"):
+                    payload["choices"][0]["message"]["content"] = marker + payload["choices"][0]["message"]["content"]
+                else:
+                    payload["pad"] = marker
+                head, tail = (part.encode() for part in json.dumps(payload).split(json.dumps(marker)[1:-1], 1))
+                pad = max(0, stub.huge_bytes - len(head) - len(tail))
+                step = 2**16
+
+                def pieces():
+                    yield head
+                    for start in range(0, pad, step):
+                        yield b" " * min(step, pad - start)
+                    yield tail
+                return pieces(), len(head) + pad + len(tail)
+
+            def _body_fault(self, entry: dict, fault: str, payload: dict):
+                if fault == "trickle":
+                    return self._send_body(entry, self._trickle())
+                pieces, length = self._huge(payload)
+                return self._send_body(entry, pieces, length)
+
             def do_GET(self):
-                stub._record("GET", self.path, self.headers, None)
+                entry = stub._record("GET", self.path, self.headers, None)
                 if self.path.rstrip("/") == "/v1/models" and stub.models:
                     listed = [{"id": m, "object": "model", "created": 0, "owned_by": "stub"} for m in stub.models]
+                    if stub.models_fault:
+                        entry["fault"] = stub.models_fault
+                        return self._body_fault(entry, stub.models_fault, {"object": "list", "data": listed})
                     self._send_json(200, {"object": "list", "data": listed})
                 else:
                     self._error(404, f"no route GET {self.path}", "not_found")
@@ -492,6 +569,8 @@ class StubOpenAIServer:
                     payload = stub._completion(path, body, text_for)
                 except Exception as exc:  # a broken responder shows up in the test as a 500 naming it
                     return self._error(500, f"stub responder raised {exc!r}", "stub_responder_error")
+                if fault in BODY_FAULTS:
+                    return self._body_fault(entry, fault, payload)
                 self._send_json(200, payload)
 
         return Handler
