@@ -21,8 +21,8 @@ from lm_eval_ext.judge.errors import JudgeUnreachableError
 from lm_eval_ext.judge.probe import probe
 from lm_eval_ext.judge.runner import Judge
 from lm_eval_ext.testing.stub_openai import StubOpenAIServer
-from test_judge_harness import task_dir  # noqa: F401  (a fixture: the judged toy task)
-from test_judge_runner import FAKE_KEY, KEY_ENV, config, items, score_by_index
+from helpers.judge import FAKE_KEY, KEY_ENV, config, items, score_by_index
+from helpers.judge_toy import judge_scoring_all, results_and_samples, write_task_dir
 
 CAP = 64 * 1024
 HUGE = 32 * 2**20  # more than loopback socket buffers can hold: a client that stops reading stops the server
@@ -155,23 +155,21 @@ def test_the_options_are_checked():
 
 
 @pytest.mark.slow
-def test_a_judge_that_hangs_after_the_probe_stops_the_run_and_resume_finishes_it(task_dir, tmp_path, run_cli):
+def test_a_judge_that_hangs_after_the_probe_stops_the_run_and_resume_finishes_it(tmp_path, run_cli):
     """`lm-eval-ext run`: the judge answers the probe, then every call streams forever. The breaker stops the
     run with one paragraph naming the saved answers; `lm-eval-ext resume` with a working judge finishes it."""
     import re
 
-    from test_judge_harness import KEY_ENV as RUN_KEY_ENV, _results, judge_scoring_all
-
-    folder = task_dir
+    folder = write_task_dir(tmp_path)
     out, cache = tmp_path / "out", tmp_path / "judge_cache.sqlite"
     with StubOpenAIServer(responder=judge_scoring_all, fault_sequence=[None], faults={"trickle": 1.0},
                           models=()) as srv:
         proc = run_cli(["lm-eval-ext", "run", "--model", "ext-canned-gen",
                         "--model_args", f"responses={tmp_path / 'responses.json'}", "--tasks", "judged_toy",
                         "--include_path", str(folder), "--output_path", str(out), "--log_samples",
-                        "--metadata", f"judge_base_url={srv.base_url}", f"judge_api_key_env={RUN_KEY_ENV}",
+                        "--metadata", f"judge_base_url={srv.base_url}", f"judge_api_key_env={KEY_ENV}",
                         f"judge_cache={cache}", "judge_timeout=0.5", "judge_retry_wait=0.01"],
-                       env={RUN_KEY_ENV: FAKE_KEY}, timeout=300)
+                       env={KEY_ENV: FAKE_KEY}, timeout=300)
         judge_posts = len([r for r in srv.requests if r["method"] == "POST"]) - 1
     assert proc.returncode == 2, proc.stderr[-3000:]
     assert "Traceback" not in proc.stderr and not list(out.rglob("results_*.json"))
@@ -181,10 +179,10 @@ def test_a_judge_that_hangs_after_the_probe_stops_the_run_and_resume_finishes_it
     saved = re.search(r"`lm-eval-ext resume (\S+)` finishes the judging", line).group(1)
     with StubOpenAIServer(responder=judge_scoring_all, models=()) as srv:
         proc = run_cli(["lm-eval-ext", "resume", saved, "--metadata", f"judge_base_url={srv.base_url}",
-                        f"judge_api_key_env={RUN_KEY_ENV}", f"judge_cache={cache}"],
-                       env={RUN_KEY_ENV: FAKE_KEY}, timeout=300)
+                        f"judge_api_key_env={KEY_ENV}", f"judge_cache={cache}"],
+                       env={KEY_ENV: FAKE_KEY}, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    results, samples = _results(out, "judged_toy")
+    results, samples = results_and_samples(out, "judged_toy")
     assert results["results"]["judged_toy"]["score,judge"] == 4.0  # (9 + 2 + 1) / 3
     assert results["results"]["judged_toy"]["judge_failures,judge"] == 0 and len(samples) == 3
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import re
 import signal
 import socket
 import sqlite3
@@ -18,44 +17,18 @@ from pathlib import Path
 
 import pytest
 
-from lm_eval_ext.judge import JudgeItem, judge_many, resolve_config
+from lm_eval_ext.judge import JudgeItem, judge_many
 from lm_eval_ext.judge.errors import JudgeBudgetError, JudgeRequestRejected, JudgeUnreachableError
 from lm_eval_ext.judge.client import CallBudget, JudgeClient
 from lm_eval_ext.judge.runner import Judge
 from lm_eval_ext.testing.stub_openai import StubOpenAIServer
+from helpers.judge import FAKE_KEY, KEY_ENV, config, items, response_of, score_by_index
 
-KEY_ENV = "LMX_TEST_JUDGE_KEY"
-FAKE_KEY = "sk-lmx-FAKE-7c1e9a55d2b84f0e-DO-NOT-LEAK"
 
 
 @pytest.fixture(autouse=True)
 def _judge_key(monkeypatch):
     monkeypatch.setenv(KEY_ENV, FAKE_KEY)
-
-
-def config(srv_or_url, tmp_path: Path, **options):
-    base_url = srv_or_url if isinstance(srv_or_url, str) else srv_or_url.base_url
-    explicit = {"base_url": base_url, "api_key_env": KEY_ENV, "model": "stub-judge",
-                "cache": str(tmp_path / "judge_cache.sqlite"), "retry_wait": 0.01, "retry_max_wait": 0.05,
-                **options}
-    return resolve_config(explicit=explicit, environ={})
-
-
-def items(n: int, prefix: str = "r") -> list[JudgeItem]:
-    return [JudgeItem(f"question {i}?", f"{prefix}{i}", f"reference {i}") for i in range(n)]
-
-
-def _response_of(request: dict) -> str:
-    prompt = request["messages"][-1]["content"]
-    return re.search(r"### Response to evaluate:\n(.*?)\n\n### Reference", prompt, re.S).group(1)
-
-
-def score_by_index(request: dict) -> str:
-    """r<i> gets \\boxed{i % 10 + 1}; bad<i> gets a reply without a score."""
-    response = _response_of(request)
-    if response.startswith("bad"):
-        return "I cannot grade this."
-    return f"Feedback: fine. \\boxed{{{int(response[1:]) % 10 + 1}}}"
 
 
 def test_request_is_the_papers_and_the_key_is_a_header(tmp_path):
@@ -95,13 +68,13 @@ def test_concurrency_100_items_16_at_a_time(tmp_path):
     with StubOpenAIServer(responder=score_by_index, delay_s=0.2) as srv:
         results = judge_many(items(100), config(srv, tmp_path, concurrency=16), progress=False)
         assert srv.call_count == 100 and srv.max_in_flight == 16
-        asked = sorted(_response_of(r["body"]) for r in srv.requests)
+        asked = sorted(response_of(r["body"]) for r in srv.requests)
     assert asked == sorted(f"r{i}" for i in range(100))  # each item asked once
     assert [r.score for r in results] == [float(i % 10 + 1) for i in range(100)]  # results in item order
     with StubOpenAIServer(responder=score_by_index, delay_s=0.05) as srv:
         judge_many(items(10), config(srv, tmp_path / "one", concurrency=1), progress=False)
         assert srv.max_in_flight == 1
-        assert [_response_of(r["body"]) for r in srv.requests] == [f"r{i}" for i in range(10)]  # in order
+        assert [response_of(r["body"]) for r in srv.requests] == [f"r{i}" for i in range(10)]  # in order
 
 
 def test_faults_every_item_scored_or_counted(tmp_path):
