@@ -5,8 +5,8 @@ import argparse
 import sys
 import textwrap
 
-from . import __version__
-from .errors import UserError
+from . import __version__, interrupts
+from .user_errors import PREFIX, plugin_error
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -121,7 +121,13 @@ def main(argv: list[str] | None = None) -> None:
                 code = 0
             else:
                 code = args.func(args)
-    except UserError as err:
-        print(f"lm-eval-ext: error: {err}", file=sys.stderr)
+    except KeyboardInterrupt as interrupt:  # Ctrl-C, or SIGTERM under `run` (lm_eval_ext/interrupts.py)
+        interrupts.stop(interrupt)
+        raise
+    except Exception as err:
+        error = plugin_error(err)
+        if error is None:
+            raise
+        print(PREFIX + str(error), file=sys.stderr)
         code = 2
     sys.exit(code)

@@ -24,7 +24,7 @@ from tqdm import tqdm
 
 from .cache import JudgeCache, request_key
 from .client import Aborted, CallBudget, CallCapReached, ItemRejected, JudgeClient, TransientError
-from .config import JudgeConfig, cli_flag, metadata_name
+from .config import JudgeConfig, how_to_set
 from .errors import JudgeBudgetError, JudgeUnreachableError
 from .records import FAILED, NOT_JUDGED, SCORED, JudgeItem, JudgeResult
 from .templates import config_record, judge_setup
@@ -158,7 +158,7 @@ class Judge:
             f"The judge at {self.config.base_url_host()} could not be used: {exc} (tried "
             f"{self.config.retries + 1} times, and no judge call {when}). Check that the server "
             f"is up and that the base URL is right (now {self.config.base_url!r}; set it with "
-            f"{cli_flag('base_url')} or --metadata {metadata_name('base_url')}=URL). The run was stopped; replies "
+            f"{how_to_set('base_url', 'URL')}). The run was stopped; replies "
             "judged so far are cached."
         )
 
@@ -198,7 +198,7 @@ class Judge:
                 raise JudgeBudgetError(
                     f"The {what} run needs at least {len(pending)} judge calls ({len(verdicts)} of "
                     f"{len(prompts)} prompts are cached), more than the cap of {cap}. Nothing was called. Raise "
-                    f"the cap ({cli_flag('max_calls')} / --metadata {metadata_name('max_calls')}=N), judge fewer "
+                    f"the cap ({how_to_set('max_calls', 'N')}), judge fewer "
                     "items (--limit), or check the count first with the dry run."
                 )
             self._say(f"{what}: {len(items)} items, {len(verdicts)} answered by the cache, {len(pending)} to judge "
