@@ -215,6 +215,7 @@ class Judge:
         verdicts: dict[str, JudgeResult] = {}
         pool = ThreadPoolExecutor(max_workers=self.config.concurrency, thread_name_prefix="judge")
         bar = tqdm(total=len(work), desc=what, unit="item", disable=not self.progress, file=sys.stderr)
+        interrupted = False
         try:
             futures = {pool.submit(self._judge_one, client, messages): key for key, messages in work}
             # as_completed waits on every future once; wait(FIRST_COMPLETED) in a loop would hook every
@@ -225,9 +226,12 @@ class Judge:
                     bar.update(1)
                 elif not isinstance(future.exception(), Aborted):
                     raise future.exception()
+        except KeyboardInterrupt:
+            interrupted = True  # Ctrl-C or SIGTERM: the calls in flight are not waited for
+            raise
         finally:
             stop.set()  # on an error (or Ctrl-C): end retry waits, start no new call
-            pool.shutdown(wait=True, cancel_futures=True)
+            pool.shutdown(wait=not interrupted, cancel_futures=True)
             bar.close()
             self.stats.calls = budget.used
             self.stats.retries = client.retries
