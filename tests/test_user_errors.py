@@ -88,9 +88,10 @@ def test_missing_data_files(run_cli, tmp_path):
 
 def test_multi_turn_prompt_too_long(run_cli, tiny_model_dir, data_dir, tmp_path):
     proc = run_cli(["lm_eval", "run", "--model", "hf", "--model_args",
-                    f"pretrained={tiny_model_dir},dtype=float32,device=cpu,max_length=1024",
+                    f"pretrained={tiny_model_dir},dtype=float32,max_length=1024", "--device", "cpu",
                     "--tasks", "elitr_bench_qa_dev_mt", "--samples", json.dumps({"elitr_bench_qa_dev_mt": [0, 17]}),
-                    "--predict_only", "--gen_kwargs", "max_gen_toks=8"], timeout=600)
+                    "--predict_only", "--output_path", str(tmp_path / "out"), "--gen_kwargs", "max_gen_toks=8"],
+                   timeout=600)
     paragraph = _paragraph(proc)
     assert "2 prompt(s) of turn 1 do not fit" in paragraph and "at most 1016 prompt tokens" in paragraph
     assert "overflow=truncate" in paragraph
