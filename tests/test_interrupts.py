@@ -153,3 +153,16 @@ def test_scoring_leaves_a_script_s_own_handlers_and_restores_the_defaults():
     finally:
         signal.signal(signal.SIGTERM, previous[0])
         signal.signal(signal.SIGINT, previous[1])
+
+
+def test_nothing_saved_yet_is_said(monkeypatch, tmp_path):
+    from lm_eval_ext import answers, interrupts
+
+    monkeypatch.setattr(answers, "_SAVED", {})
+    assert interrupts.paragraph(KeyboardInterrupt()) == (
+        "Stopped by Ctrl-C (SIGINT) before any answer of the plugin's tasks was saved: nothing of this run was kept. "
+        "Run the command again to start over.")
+    gone = tmp_path / "removed once the results were written"
+    monkeypatch.setattr(answers, "_SAVED", {gone: [TASK]})
+    assert interrupts.paragraph(interrupts.Terminated()).startswith("Stopped by SIGTERM before any answer")
+    assert interrupts.exit_code(KeyboardInterrupt()) == 130 and interrupts.exit_code(interrupts.Terminated()) == 143

@@ -13,9 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from lm_eval_ext.user_errors import PREFIX
-
-pytestmark = pytest.mark.slow
+from lm_eval_ext.errors import UserError
+from lm_eval_ext.user_errors import PREFIX, plugin_error
 
 KEY_ENV = "LMX_USER_ERRORS_KEY"
 KEY = "sk-user-errors-test-key-0123456789abcdef"
@@ -44,12 +43,14 @@ def _judged(run_cli, tmp_path: Path, metadata: dict):
                     "--metadata", json.dumps(metadata)], env={KEY_ENV: KEY}, timeout=600)
 
 
+@pytest.mark.slow
 def test_unknown_judge(run_cli, data_dir, tmp_path):
     paragraph = _paragraph(_judged(run_cli, tmp_path, {"judge": "gpt4"}))
     assert paragraph == """Unknown judge 'gpt4': use one of rubric10, prometheus5 (--metadata '{"judge": "rubric10"}')."""
     assert not (tmp_path / "calls.jsonl").exists()  # found before anything was generated
 
 
+@pytest.mark.slow
 def test_misspelled_judge_option(run_cli, data_dir, tmp_path):
     paragraph = _paragraph(_judged(run_cli, tmp_path, {"judge_modle": "gpt-4o"}))
     assert paragraph.startswith("Unknown judge option 'judge_modle' in --metadata. Did you mean 'judge_model'? "
@@ -57,6 +58,7 @@ def test_misspelled_judge_option(run_cli, data_dir, tmp_path):
     assert not (tmp_path / "calls.jsonl").exists()
 
 
+@pytest.mark.slow
 def test_bad_judge_template(run_cli, data_dir, tmp_path):
     template = tmp_path / "template.txt"
     template.write_text("Question: {question}\nAnswer: {response}\nScore it.\n")
@@ -66,6 +68,7 @@ def test_bad_judge_template(run_cli, data_dir, tmp_path):
     assert not (tmp_path / "calls.jsonl").exists()
 
 
+@pytest.mark.slow
 def test_judge_key_advice_names_the_harness_flag(run_cli, data_dir, tmp_path):
     """The key's variable is set with --metadata under lm_eval (`--judge-api-key-env` exists on `check` only)."""
     proc = run_cli(["lm_eval", "run", *_canned(tmp_path), "--tasks", JUDGED, "--limit", "2", "--metadata",
@@ -75,6 +78,7 @@ def test_judge_key_advice_names_the_harness_flag(run_cli, data_dir, tmp_path):
     assert "--judge-api-key-env" not in paragraph
 
 
+@pytest.mark.slow
 def test_missing_data_files(run_cli, tmp_path):
     empty = tmp_path / "mirror"
     empty.mkdir()
@@ -86,6 +90,7 @@ def test_missing_data_files(run_cli, tmp_path):
     assert "Dataset 'lieder': file 'stimuli/base/base_stimuli.jsonl' was not found" in _paragraph(proc)
 
 
+@pytest.mark.slow
 def test_multi_turn_prompt_too_long(run_cli, tiny_model_dir, data_dir, tmp_path):
     proc = run_cli(["lm_eval", "run", "--model", "hf", "--model_args",
                     f"pretrained={tiny_model_dir},dtype=float32,max_length=1024", "--device", "cpu",
@@ -97,6 +102,7 @@ def test_multi_turn_prompt_too_long(run_cli, tiny_model_dir, data_dir, tmp_path)
     assert "overflow=truncate" in paragraph
 
 
+@pytest.mark.slow
 def test_simple_evaluate_in_a_script(run_cli, data_dir, tmp_path):
     responses = tmp_path / "responses.json"
     responses.write_text(json.dumps({"rules": [], "default": "an answer"}))
@@ -113,6 +119,32 @@ def test_simple_evaluate_in_a_script(run_cli, data_dir, tmp_path):
     assert "not reached" not in proc.stdout
 
 
+def test_plugin_error_finds_the_plugin_s_error_in_a_wrapped_one():
+    mine = UserError("what, where, what to do")
+    try:
+        try:
+            raise mine
+        except UserError as err:
+            raise RuntimeError("building the task failed") from err
+    except RuntimeError as wrapped:
+        assert plugin_error(wrapped) is mine
+    try:
+        try:
+            raise mine
+        except UserError:
+            raise KeyError("while handling it")  # noqa: B904 (the implicit context is what is tested)
+    except KeyError as wrapped:
+        assert plugin_error(wrapped) is mine
+    try:
+        try:
+            raise mine
+        except UserError:
+            raise ValueError("another error, its context dropped") from None
+    except ValueError as other:
+        assert plugin_error(other) is None
+    assert plugin_error(ValueError("the harness's own")) is None
+
+
 def _harness_traceback(proc) -> str:
     """The harness's own report of an error: exit status 1 and Python's traceback, nothing of the plugin's."""
     assert proc.returncode == 1, proc.stderr[-3000:]
@@ -120,12 +152,14 @@ def _harness_traceback(proc) -> str:
     return proc.stderr[proc.stderr.index("Traceback (most recent call last):"):]
 
 
+@pytest.mark.slow
 def test_an_unknown_task_name_is_the_harness_business(run_cli, tmp_path):
     proc = run_cli(["lm_eval", "run", *_canned(tmp_path), "--tasks", "lieder_base,no_such_task"], timeout=600)
     traceback = _harness_traceback(proc)
     assert traceback.rstrip().splitlines()[-1].startswith("ValueError: Tasks not found: no_such_task")
 
 
+@pytest.mark.slow
 def test_an_error_of_the_harness_inside_a_plugin_task_is_shown_unchanged(run_cli, data_dir, tmp_path):
     """--limit 0: the plugin's task is built (so its hook is in place), then the harness stops the run itself."""
     table = tmp_path / "table.json"
