@@ -5,8 +5,9 @@ import argparse
 import sys
 import textwrap
 
-from . import __version__, interrupts
-from .user_errors import PREFIX, plugin_error
+from contextlib import nullcontext
+
+from . import __version__
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -101,9 +102,23 @@ def _print_tasks_dir(_args) -> int:
     return 0
 
 
+JUDGE_FLAG_COMMANDS = ("check", "judge", "elitr")  # the commands that take the --judge-* flags
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the ``lm-eval-ext`` command."""
     argv = sys.argv[1:] if argv is None else argv
+    advice = nullcontext()
+    if argv[:1] and argv[0] in JUDGE_FLAG_COMMANDS:  # errors advise the --judge-* flags, elsewhere --metadata
+        from .judge.config import judge_flags_in_advice
+
+        advice = judge_flags_in_advice()
+    with advice:
+        code = _command(argv)
+    sys.exit(code)
+
+
+def _command(argv: list[str]) -> int:
     try:
         if argv[:1] == ["run"]:
             from .commands.run import main as run_main
@@ -122,12 +137,16 @@ def main(argv: list[str] | None = None) -> None:
             else:
                 code = args.func(args)
     except KeyboardInterrupt as interrupt:  # Ctrl-C, or SIGTERM under `run` (lm_eval_ext/interrupts.py)
-        interrupts.stop(interrupt)
+        from .interrupts import stop
+
+        stop(interrupt)  # ends the process (returns only in an interactive session)
         raise
     except Exception as err:
+        from .user_errors import PREFIX, plugin_error
+
         error = plugin_error(err)
         if error is None:
             raise
         print(PREFIX + str(error), file=sys.stderr)
         code = 2
-    sys.exit(code)
+    return code

@@ -13,7 +13,7 @@ import json
 import sys
 from pathlib import Path
 
-from .config import OPTIONS, JudgeConfig, advise_judge_flags, cli_flag, metadata_name, resolve_config
+from .config import OPTIONS, JudgeConfig, cli_flag, metadata_name, resolve_config
 
 _DEST = "judge_option_"
 
@@ -35,14 +35,12 @@ def add_judge_options(parser: argparse.ArgumentParser) -> None:
 
 def judge_flags_as_metadata(args: argparse.Namespace) -> dict:
     """The ``--judge-*`` flags given, as the ``judge_*`` metadata a run's tasks read."""
-    advise_judge_flags()  # this command takes them: its errors name them
     return {metadata_name(option.name): value for option in OPTIONS
             if (value := getattr(args, _DEST + option.name)) is not None}
 
 
 def config_from_args(args: argparse.Namespace, **task_defaults) -> JudgeConfig:
     """The judge configuration from parsed flags (and the environment, and ``task_defaults``)."""
-    advise_judge_flags()  # this command takes them: its errors name them
     explicit = {option.name: getattr(args, _DEST + option.name) for option in OPTIONS}
     return resolve_config(explicit=explicit, task_defaults=task_defaults)
 

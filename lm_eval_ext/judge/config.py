@@ -20,7 +20,8 @@ import dataclasses
 import difflib
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -141,14 +142,20 @@ def cli_flag(option: str) -> str:
 
 
 # Only `lm-eval-ext check`, `judge validate` and `elitr score` take the --judge-* flags; `lm_eval run`,
-# `lm-eval-ext run` / `resume` and the Python API set a judge option through --metadata.
+# `lm-eval-ext run` / `resume` and the Python API set a judge option through --metadata. A process-wide
+# setting, not a context variable: the judge's worker threads word errors too.
 _JUDGE_FLAGS = False
 
 
-def advise_judge_flags() -> None:
-    """Make errors name the ``--judge-*`` flags: called by the commands that take them."""
+@contextmanager
+def judge_flags_in_advice() -> Iterator[None]:
+    """While it lasts (a command that takes the ``--judge-*`` flags), errors name those flags."""
     global _JUDGE_FLAGS
-    _JUDGE_FLAGS = True
+    before, _JUDGE_FLAGS = _JUDGE_FLAGS, True
+    try:
+        yield
+    finally:
+        _JUDGE_FLAGS = before
 
 
 def how_to_set(option: str, value: str = "...") -> str:
