@@ -4,7 +4,6 @@ from __future__ import annotations
 import argparse
 import sys
 import textwrap
-
 from contextlib import nullcontext
 
 from . import __version__

@@ -160,9 +160,9 @@ def test_nothing_saved_yet_is_said(monkeypatch, tmp_path):
 
     monkeypatch.setattr(answers, "_SAVED", {})
     assert interrupts.paragraph(KeyboardInterrupt()) == (
-        "Stopped by Ctrl-C (SIGINT) before any answer of the plugin's tasks was saved: nothing of this run was kept. "
-        "Run the command again to start over.")
+        "Stopped by Ctrl-C (SIGINT) before any model answer was saved: there is nothing to resume; run the command "
+        "again.")
     gone = tmp_path / "removed once the results were written"
     monkeypatch.setattr(answers, "_SAVED", {gone: [TASK]})
-    assert interrupts.paragraph(interrupts.Terminated()).startswith("Stopped by SIGTERM before any answer")
+    assert interrupts.paragraph(interrupts.Terminated()).startswith("Stopped by SIGTERM before any model answer")
     assert interrupts.exit_code(KeyboardInterrupt()) == 130 and interrupts.exit_code(interrupts.Terminated()) == 143
