@@ -11,9 +11,9 @@ from __future__ import annotations
 import argparse
 import sys
 import textwrap
+from contextlib import nullcontext
 
 from . import __version__
-from .errors import UserError
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -61,9 +61,23 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+JUDGE_FLAG_COMMANDS = ("check", "judge", "elitr")  # the commands that take the --judge-* flags
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the ``lm-eval-ext`` command."""
     argv = sys.argv[1:] if argv is None else argv
+    advice = nullcontext()
+    if argv[:1] and argv[0] in JUDGE_FLAG_COMMANDS:  # errors advise the --judge-* flags, elsewhere --metadata
+        from .judge.config import judge_flags_in_advice
+
+        advice = judge_flags_in_advice()
+    with advice:
+        code = _command(argv)
+    sys.exit(code)
+
+
+def _command(argv: list[str]) -> int:
     try:
         parser = _parser()
         args, rest = parser.parse_known_args(argv)
@@ -76,7 +90,17 @@ def main(argv: list[str] | None = None) -> None:
             code = 0
         else:
             code = args.func(args)
-    except UserError as err:
-        print(f"lm-eval-ext: error: {err}", file=sys.stderr)
+    except KeyboardInterrupt as interrupt:  # Ctrl-C, or SIGTERM under `run` (lm_eval_ext/interrupts.py)
+        from .interrupts import stop
+
+        stop(interrupt)  # ends the process (returns only in an interactive session)
+        raise
+    except Exception as err:
+        from .user_errors import PREFIX, plugin_error
+
+        error = plugin_error(err)
+        if error is None:
+            raise
+        print(PREFIX + str(error), file=sys.stderr)
         code = 2
-    sys.exit(code)
+    return code

@@ -47,11 +47,12 @@ from lm_eval.api.instance import Instance
 from lm_eval.api.task import ConfigurableTask
 from lm_eval.filters import build_filter_ensemble
 
-from . import answers
+from . import answers, user_errors
 from .boundary import CONVERSATION, WITHHELD, install_log_filter, install_request_types
 from .errors import UserError
 
 BYPASS = "bypass"  # the harness's metric under --predict_only
+user_errors.install()  # a plugin task is being built: its errors are one paragraph under `lm_eval` too
 
 
 @dataclass(frozen=True)

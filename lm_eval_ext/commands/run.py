@@ -11,6 +11,8 @@ Every flag of ``lm_eval run`` keeps its meaning and the harness's own command do
   only warns when it cannot write them): a truncated or empty file is set aside as ``*.incomplete``
   and the command fails, naming the saved answers and the command that writes the results again;
 - removes the run's saved answers (lm_eval_ext.answers) once its results are written;
+- stops on Ctrl-C or SIGTERM with one paragraph naming the saved answers and the ``lm-eval-ext resume``
+  command (lm_eval_ext/interrupts.py), exit status 130 / 143;
 - activates the plugin even where the start-up hook is off (``LM_EVAL_EXT_AUTOLOAD=0``, ``python -S``).
 """
 from __future__ import annotations
@@ -23,7 +25,7 @@ import sys
 import time
 from pathlib import Path
 
-from .. import answers, boundary
+from .. import answers, boundary, interrupts
 from ..errors import UserError
 from .preflight import raise_on_failures, run_checks
 
@@ -57,6 +59,7 @@ def main(argv: list[str]) -> int:
     """Run the harness with ``argv`` (everything after ``lm-eval-ext run``)."""
     from lm_eval.__main__ import cli_evaluate
 
+    interrupts.handle_signals()
     boundary.activate()
     args = boundary.parse_run_args(argv)
     report = run_checks(args)

@@ -42,7 +42,7 @@ from collections import Counter
 import httpx
 import tenacity
 
-from .config import JudgeConfig, cli_flag, env_name, metadata_name
+from .config import JudgeConfig, env_name, how_to_set
 from .errors import JudgeConfigError, JudgeRequestRejected
 
 log = logging.getLogger(__name__)
@@ -141,8 +141,8 @@ class JudgeClient:
             raise JudgeConfigError(
                 f"The judge needs an API key in the environment variable {config.api_key_env}, which is not set. "
                 f"Export it (for a local server without authentication any value works, e.g. "
-                f"{config.api_key_env}=EMPTY), or name another variable with {cli_flag('api_key_env')}, "
-                f"--metadata {metadata_name('api_key_env')}=NAME or {env_name('api_key_env')}=NAME."
+                f"{config.api_key_env}=EMPTY), or name another variable with {how_to_set('api_key_env', 'NAME')} "
+                f"or {env_name('api_key_env')}=NAME."
             )
         self._secret = secret
         self.config = config
@@ -315,9 +315,9 @@ class JudgeClient:
             what = _FATAL_STATUS[status]
             return JudgeRequestRejected(
                 f"The judge endpoint {self.host} {what} (HTTP {status}: {message}). Model: {model!r}; "
-                f"key from ${self.config.api_key_env}. Check the key variable ({cli_flag('api_key_env')}), the model "
-                f"({cli_flag('model')} / --metadata {metadata_name('model')}=...) and the base URL "
-                f"({cli_flag('base_url')}; it must be the API root, e.g. https://api.openai.com/v1)."
+                f"key from ${self.config.api_key_env}. Check the key variable ({how_to_set('api_key_env', 'NAME')}), "
+                f"the model ({how_to_set('model', 'MODEL')}) and the base URL ({how_to_set('base_url', 'URL')}; it "
+                "must be the API root, e.g. https://api.openai.com/v1)."
             )
         return ItemRejected(f"HTTP {status} from {self.host}: {message}")
 

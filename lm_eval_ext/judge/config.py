@@ -3,7 +3,7 @@
 Each option of :class:`JudgeConfig` can be given, from the strongest to the weakest:
 
 1. explicitly (``lm-eval-ext judge validate --judge-model X`` or ``resolve_config(explicit=...)``),
-2. as harness metadata (``--metadata judge_model=X``; reaches tasks whose class is
+2. as harness metadata (``--metadata '{"judge_model": "X"}'``; reaches tasks whose class is
    :class:`lm_eval_ext.judge.harness.JudgedTask`),
 3. as an environment variable (``LM_EVAL_EXT_JUDGE_MODEL=X``),
 4. in the task YAML (the judge filter's keyword arguments, e.g. ``language: cs``),
@@ -11,13 +11,17 @@ Each option of :class:`JudgeConfig` can be given, from the strongest to the weak
 
 The option ``judge`` itself is spelled ``--judge``, ``judge`` and ``LM_EVAL_EXT_JUDGE``;
 ``dry_run`` is ``--dry-run`` on the command line. docs/judge.md has the table.
-The API key is not an option: only the *name* of the variable that holds it is.
+The API key is not an option: only the *name* of the variable that holds it is. Errors advise the
+way to set an option on the command the user ran (:func:`how_to_set`).
 """
 from __future__ import annotations
 
 import dataclasses
+import difflib
+import json
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -143,6 +147,32 @@ def cli_flag(option: str) -> str:
     return f"--judge-{option.replace('_', '-')}"
 
 
+# Only `lm-eval-ext check`, `judge validate` and `elitr score` take the --judge-* flags; `lm_eval run`,
+# `lm-eval-ext run` / `resume` and the Python API set a judge option through --metadata. A process-wide
+# setting, not a context variable: the judge's worker threads word errors too.
+_JUDGE_FLAGS = False
+
+
+@contextmanager
+def judge_flags_in_advice() -> Iterator[None]:
+    """While it lasts (a command that takes the ``--judge-*`` flags), errors name those flags."""
+    global _JUDGE_FLAGS
+    before, _JUDGE_FLAGS = _JUDGE_FLAGS, True
+    try:
+        yield
+    finally:
+        _JUDGE_FLAGS = before
+
+
+def how_to_set(option: str, value: str = "...") -> str:
+    """How the user sets ``option`` to ``value`` on the command they ran: ``--judge-model VALUE`` on a command
+    with the judge flags, else ``--metadata '{"judge_model": "VALUE"}'`` (the JSON form every harness version
+    reads; lm-eval 0.5 reads no other)."""
+    if _JUDGE_FLAGS:
+        return f"{cli_flag(option)} {value}"
+    return f"--metadata '{json.dumps({metadata_name(option): value})}'"
+
+
 def _coerce(option: dataclasses.Field, value: Any, source: str) -> Any:
     kind, optional = option.metadata["kind"], option.metadata["optional"]
     where = f"judge option {option.name!r} (from {source})"
@@ -179,8 +209,10 @@ def _from_metadata(metadata: Mapping[str, Any] | None) -> dict[str, tuple[Any, s
         if key in known:
             found[known[key]] = (value, f"--metadata {key}")
         elif key.startswith(METADATA_PREFIX + "_"):
+            close = difflib.get_close_matches(key, known, n=1)
+            hint = f"Did you mean {close[0]!r}? " if close else ""
             raise JudgeConfigError(
-                f"Unknown judge option {key!r} in --metadata. Known judge options: {', '.join(sorted(known))} "
+                f"Unknown judge option {key!r} in --metadata. {hint}Known judge options: {', '.join(sorted(known))} "
                 "(see docs/judge.md)."
             )
     return found
@@ -236,8 +268,8 @@ def _check(config: JudgeConfig) -> None:
     if config.judge not in JUDGES:
         custom = (f" A template of your own ({config.template}) takes its score parser, range and scale from the "
                   "judge it names, so that name must be one of those too." if config.template else "")
-        raise JudgeConfigError(f"Unknown judge {config.judge!r}: use one of {', '.join(JUDGES)} ({cli_flag('judge')} "
-                               f"or {metadata_name('judge')}).{custom}")
+        raise JudgeConfigError(f"Unknown judge {config.judge!r}: use one of {', '.join(JUDGES)} "
+                               f"({how_to_set('judge', next(iter(JUDGES)))}).{custom}")
     if config.language not in ("en", "cs"):
         raise JudgeConfigError(f"Unknown judge language {config.language!r}: use en or cs.")
     for name in ("concurrency", "max_tokens", "max_reply_bytes"):

@@ -36,8 +36,9 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
+from ..interrupts import during_scoring
 from ..task_base import ExtTask, RunAwareFilter
-from .config import JudgeConfig, resolve_config
+from .config import JudgeConfig, how_to_set, resolve_config
 from .errors import JudgeConfigError, JudgeError
 from .records import FAILED, SCORED, JudgeItem, JudgeResult
 from .templates import config_record, judge_setup
@@ -191,7 +192,8 @@ class JudgedTask(ExtTask):
                     "it with `%s` (verdicts already given come from the judge's cache)", self.config.task,
                     self.answers_dir(), resume)
         try:
-            instances = super().apply_filters()
+            with during_scoring():  # Ctrl-C and SIGTERM while judging: one paragraph naming the saved answers
+                instances = super().apply_filters()
         except JudgeError as err:
             raise JudgingStopped(f"{err} The answers were saved before judging: once the judge works, `{resume}` "
                                  "finishes the judging (verdicts already given come from the judge's cache) and "
@@ -202,7 +204,7 @@ class JudgedTask(ExtTask):
         if failures:
             # an unreadable reply is cached like any other: asking again needs more re-asks
             again = (f"`{resume}` judges them again and reuses every verdict already given" if "unparseable" not in
-                     failures else f"`{resume} --metadata judge_reasks=N` asks again (N above {config.reasks}) and "
+                     failures else f"`{resume} {how_to_set('reasks', 'N')}` asks again (N above {config.reasks}) and "
                      "reuses every verdict already given")
             log.warning("%s: the judge could not score %d of %d answers (%s); the task's score is undefined (NaN) "
                         "until they are judged: %s", self.config.task, sum(failures.values()), len(instances),

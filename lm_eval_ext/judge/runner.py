@@ -24,7 +24,7 @@ from tqdm import tqdm
 
 from .cache import JudgeCache, request_key
 from .client import Aborted, CallBudget, CallCapReached, ItemRejected, JudgeClient, JudgeGone, TransientError
-from .config import JudgeConfig, cli_flag, metadata_name
+from .config import JudgeConfig, how_to_set
 from .errors import JudgeBudgetError, JudgeUnreachableError
 from .records import FAILED, NOT_JUDGED, SCORED, JudgeItem, JudgeResult
 from .templates import config_record, judge_setup
@@ -167,9 +167,9 @@ class Judge:
         return JudgeUnreachableError(
             f"The judge at {self.config.base_url_host()} could not be used: {exc} ({why}). Check that the server "
             f"is up and that the base URL is right (now {self.config.base_url!r}; set it with "
-            f"{cli_flag('base_url')} or --metadata {metadata_name('base_url')}=URL); a judge that is only slow "
-            f"needs a longer {metadata_name('timeout')} (now {self.config.timeout:g} s for a whole call). The run "
-            "was stopped; replies judged so far are cached."
+            f"{how_to_set('base_url', 'URL')}); a judge that is only slow needs a longer "
+            f"{how_to_set('timeout', 'SECONDS')} (now {self.config.timeout:g} s for a whole call). The run was stopped; "
+            "replies judged so far are cached."
         )
 
     # -- the batch --------------------------------------------------------
@@ -208,7 +208,7 @@ class Judge:
                 raise JudgeBudgetError(
                     f"The {what} run needs at least {len(pending)} judge calls ({len(verdicts)} of "
                     f"{len(prompts)} prompts are cached), more than the cap of {cap}. Nothing was called. Raise "
-                    f"the cap ({cli_flag('max_calls')} / --metadata {metadata_name('max_calls')}=N), judge fewer "
+                    f"the cap ({how_to_set('max_calls', 'N')}), judge fewer "
                     "items (--limit), or check the count first with the dry run."
                 )
             self._say(f"{what}: {len(items)} items, {len(verdicts)} answered by the cache, {len(pending)} to judge "
@@ -225,6 +225,7 @@ class Judge:
         verdicts: dict[str, JudgeResult] = {}
         pool = ThreadPoolExecutor(max_workers=self.config.concurrency, thread_name_prefix="judge")
         bar = tqdm(total=len(work), desc=what, unit="item", disable=not self.progress, file=sys.stderr)
+        interrupted = False
         try:
             futures = {pool.submit(self._judge_one, client, messages): key for key, messages in work}
             # as_completed waits on every future once; wait(FIRST_COMPLETED) in a loop would hook every
@@ -235,9 +236,12 @@ class Judge:
                     bar.update(1)
                 elif not isinstance(future.exception(), Aborted):
                     raise future.exception()
+        except KeyboardInterrupt:
+            interrupted = True  # Ctrl-C or SIGTERM: the calls in flight are not waited for
+            raise
         finally:
             stop.set()  # on an error (or Ctrl-C): end retry waits, start no new call
-            pool.shutdown(wait=True, cancel_futures=True)
+            pool.shutdown(wait=not interrupted, cancel_futures=True)
             client.close()
             bar.close()
             self.stats.calls = budget.used

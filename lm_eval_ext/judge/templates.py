@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..paths import templates_dir
-from .config import JudgeConfig, cli_flag
+from .config import JudgeConfig, how_to_set
 from .definitions import JUDGES
 from .errors import JudgeConfigError
 from .parser import PARSERS, ScoreParser
@@ -70,7 +70,7 @@ def _parse_range(text: str) -> tuple[int, int]:
     match = re.fullmatch(r"\s*(\d+)\s*-\s*(\d+)\s*", text)
     if not match or int(match.group(1)) > int(match.group(2)):
         raise JudgeConfigError(f"The judge score range {text!r} is not LOW-HIGH with LOW <= HIGH (e.g. 1-10); "
-                               f"set it with {cli_flag('score_range')} or --metadata judge_score_range=1-10.")
+                               f"set it with {how_to_set('score_range', '1-10')}.")
     return int(match.group(1)), int(match.group(2))
 
 
