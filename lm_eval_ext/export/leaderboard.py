@@ -109,6 +109,14 @@ def _judge_entry(tasks: dict[str, tuple[Run, dict]]) -> dict | None:
     return {task: record for task, record in judged.items() if record} or None
 
 
+def _judge_usage(judged: dict | None) -> dict:
+    """``judge_usage``, the judge's tokens and dollars over every judged task, when the tasks recorded them."""
+    from ..judge.usage import add_up
+
+    total = add_up((record.get("usage") for record in (judged or {}).values()))
+    return {"judge_usage": total} if total else {}
+
+
 def _seeds_entry(model: Model, benchmark, tasks: dict[str, dict]) -> dict:
     """Mean and sample standard deviation of the headline metrics of every task run with two seeds or more
     (the newest run per seed), by the plugin's seed summary (ELITR-Bench's protocol)."""
@@ -224,6 +232,7 @@ def leaderboard_record(model: Model, exported_at: str, *, allow_partial: bool = 
         "tasks": {task: _task_entry(run, index[run.path], task) for task, (run, _) in sorted(chosen.items())},
         "benchmarks": benchmarks,
         "judge": _judge_entry(chosen),
+        **_judge_usage(_judge_entry(chosen)),
         # only a judged record needs the judge's validation
         "judge_validation": (judge_validation or None) if _judge_entry(chosen) else None,
         "data": _data_entry(chosen),

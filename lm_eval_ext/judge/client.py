@@ -31,6 +31,7 @@ import tenacity
 
 from .config import JudgeConfig, cli_flag, env_name, metadata_name
 from .errors import JudgeConfigError, JudgeRequestRejected
+from .usage import reply_usage
 
 log = logging.getLogger(__name__)
 
@@ -153,14 +154,16 @@ class JudgeClient:
         self._budget.take()
         return list(self._client.with_options(timeout=timeout).models.list().data)
 
-    def complete(self, request: dict, *, timeout: float | None = None, tries: int | None = None) -> str:
+    def complete(self, request: dict, *, timeout: float | None = None, tries: int | None = None,
+                 on_usage=None) -> str:
         """The reply text for one request body, retrying transient failures.
 
         ``timeout`` (seconds per try) and ``tries`` (1 = no retry) replace the configuration's
         ``timeout`` and ``retries + 1`` for this call: ``complete(request, timeout=10, tries=1)``
         is a probe that tells a judge that hangs within 10 s. Raises the last :class:`TransientError`
         when the tries are used up, :class:`ItemRejected`, :class:`JudgeRequestRejected` (fatal),
-        :class:`CallCapReached` or :class:`Aborted`.
+        :class:`CallCapReached` or :class:`Aborted`. ``on_usage`` is called with the tokens the reply
+        reports (:func:`lm_eval_ext.judge.usage.reply_usage`).
         """
         retrying = tenacity.Retrying(
             retry=tenacity.retry_if_exception_type(TransientError),
@@ -175,7 +178,7 @@ class JudgeClient:
         )
         for attempt in retrying:
             with attempt:
-                return self._call_once(request, timeout)
+                return self._call_once(request, timeout, on_usage)
         raise AssertionError("unreachable: tenacity either returns or reraises")
 
     def _note_retry(self, state: tenacity.RetryCallState) -> None:
@@ -185,7 +188,7 @@ class JudgeClient:
         log.debug("judge call failed (%s: %s); retry %d in %.2f s", exc.kind, exc, state.attempt_number,
                   state.next_action.sleep if state.next_action else 0.0)
 
-    def _call_once(self, request: dict, timeout: float | None) -> str:
+    def _call_once(self, request: dict, timeout: float | None, on_usage=None) -> str:
         if self._stop.is_set():
             raise Aborted()
         self._budget.take()
@@ -210,6 +213,8 @@ class JudgeClient:
         text = _reply_text(reply)
         if text is None:
             raise TransientError("malformed", f"{self.host} answered with something that is not a chat completion")
+        if on_usage is not None:
+            on_usage(reply_usage(reply))
         self.reached.set()
         self.last_reply = time.monotonic()
         return self.redact(text)

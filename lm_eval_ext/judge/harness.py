@@ -136,7 +136,8 @@ class JudgedTask(ExtTask):
     """An ``ExtTask`` whose judge filters get ``--metadata judge_*`` options and the run's seed.
 
     It records the judge's configuration (model, endpoint host, template name and hash, sampling
-    parameters, seed) under ``metadata.judge`` of the task's config, which the harness writes into
+    parameters, seed), how its answers were judged (``run``) and what that cost (``usage``: tokens,
+    dollars with prices) under ``metadata.judge`` of the task's config, which the harness writes into
     the results file (``configs.<task>.metadata.judge``). Benchmark task classes can subclass it.
     A task with a single judged response per document needs no subclass: its scores are
     :func:`judge_metrics`.
@@ -208,7 +209,8 @@ class JudgedTask(ExtTask):
                         "until they are judged: %s", self.config.task, sum(failures.values()), len(instances),
                         ", ".join(f"{n} {kind}" for kind, n in failures.items()), again)
         # after judging: `judge` in the metadata is also the judge option's name
-        self.record_run_info(judge={**config_record(config, judge_setup(config)), "run": judged_counts(results)})
+        self.record_run_info(judge={**config_record(config, judge_setup(config)), "run": judged_counts(results),
+                                    "usage": judged_usage(results, config)})
         return instances
 
     def document_metrics(self, doc: dict, results: list) -> dict:
@@ -223,6 +225,15 @@ def judged_counts(results: list[dict]) -> dict[str, int]:
     verdicts given before it stopped; a verdict made with calls records how many, JudgeResult.calls)."""
     return {"answers": len(results), "scored": sum(r.get("status") == SCORED for r in results),
             "from_cache": sum(r.get("status") in (SCORED, FAILED) and not r.get("calls") for r in results)}
+
+
+def judged_usage(results: list[dict], config: JudgeConfig) -> dict:
+    """What judging a task's answers cost (recorded as ``metadata.judge.usage``): the sum of the results'
+    ``usage`` (lm_eval_ext.judge.usage.summarize), answers judged from the cache counted at nothing."""
+    from .usage import priced, summarize
+
+    cached = sum(r.get("status") in (SCORED, FAILED) and not r.get("calls") for r in results)
+    return summarize([r.get("usage") for r in results], cached, priced(config))
 
 
 def judge_output(filtered: str) -> dict:

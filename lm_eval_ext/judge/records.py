@@ -2,7 +2,8 @@
 
 A result is scored (``score`` on the reported scale, ``raw_score`` as the judge wrote it),
 failed (``failure`` says why: ``unparseable``, ``transport``, ``rejected`` or ``call_cap``;
-never a score), or not judged (a dry run). ``to_dict`` is what the harness logs per sample.
+never a score), or not judged (a dry run). ``to_dict`` is what the harness logs per sample. ``usage`` is
+what the requests made for the item cost (none for a verdict from the cache, or a repeated prompt).
 """
 from __future__ import annotations
 
@@ -31,6 +32,7 @@ class JudgeResult:
     detail: str | None = None
     judge_outputs: list[str] = field(default_factory=list)
     calls: int = 0
+    usage: dict | None = None  # tokens (and dollars) of the requests made for it: lm_eval_ext.judge.usage
 
     @property
     def scored(self) -> bool:

@@ -19,6 +19,9 @@ e.g. ``delay_s=0.5, jitter_s=1.5`` for 0.5-2 s per call like a loaded local vLLM
 server. ``max_in_flight`` is the most POST requests the server was handling at once
 (what a test asserts instead of wall-clock time to check a client's concurrency).
 
+**Usage**: every completion reports ``usage``, counting ~4 characters per token (the message
+contents of a chat request, each prompt of a completions request, the reply texts).
+
 **Log-probabilities** (legacy completions format, what ``local-completions`` uses for
 log-likelihood requests): a ``/v1/completions`` request with ``logprobs=k`` gets, per
 choice, ``logprobs = {"tokens", "token_logprobs", "top_logprobs", "text_offset"}``.
@@ -94,8 +97,8 @@ _HALF = math.log(0.5)
 
 
 def _count_tokens(text: str) -> int:
-    # Rough whitespace count: enough for tests that check that usage is reported.
-    return len(str(text).split())
+    # ~4 characters per token, OpenAI's rule of thumb for English (what the judge's cost estimates assume)
+    return math.ceil(len(str(text)) / 4)
 
 
 def _prompt_text(body: dict) -> str:

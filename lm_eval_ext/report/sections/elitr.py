@@ -290,8 +290,13 @@ def _judge_table(settings: list[Setting]) -> Table:
     for s in settings:
         judge = s.judge or {}
         stats = judge.get("run") or {}
+        usage = judge.get("usage") or {}
         rows.append([s.model.label, s.task, *(judge.get(f) for f in JUDGE_FIELDS), stats.get("calls"),
-                     stats.get("from_cache"), stats.get("scored")])
+                     stats.get("from_cache"), stats.get("scored"), usage.get("prompt_tokens"),
+                     usage.get("completion_tokens"), usage.get("cost_usd")])
     columns = [{"model": "judge_model", "seed": "judge_seed"}.get(f, f) for f in JUDGE_FIELDS]
-    return Table("elitr_judge", "The judge of each task", ["model", "task", *columns, "calls", "from_cache", "scored"],
-                 rows, "As each task recorded it in the results file (configs.<task>.metadata.judge), newest run.")
+    return Table("elitr_judge", "The judge of each task",
+                 ["model", "task", *columns, "calls", "from_cache", "scored", "input_tokens", "output_tokens", "cost_usd"],
+                 rows, "As each task recorded it in the results file (configs.<task>.metadata.judge), newest run. "
+                 "input_tokens, output_tokens: what the judge's replies reported (verdicts from the cache cost "
+                 "nothing); cost_usd: at the prices the run was given (empty without).")
