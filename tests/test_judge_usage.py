@@ -5,7 +5,9 @@ figure here is computed from the requests the stub received and the replies it g
 """
 from __future__ import annotations
 
+import json
 import math
+import re
 import sqlite3
 
 import pytest
@@ -121,3 +123,42 @@ def test_run_total_adds_up_tasks():
                               "cost_usd": 0.75}
     assert "cost_usd" not in add_up([a, {k: v for k, v in b.items() if k != "cost_usd"}])
     assert add_up([]) is None
+
+
+# A rubric reply of the usual length (a feedback paragraph, then the score): what the estimate assumes.
+FEEDBACK = ("Feedback: the response is compared with the reference answer on the facts the question asks for. "
+            * 8)
+
+
+def _feedback_judge(request: dict) -> str:
+    answer = re.search(r"### Response to evaluate:\n(.*?)\n\n###", request["messages"][-1]["content"], re.S).group(1)
+    return f"{FEEDBACK}\\boxed{{{answer[1:] if answer.startswith('A') else 10}}}"
+
+
+@pytest.mark.slow
+def test_preflight_estimate_is_within_ten_percent_of_what_the_run_spent(run_cli, data_dir, tmp_path):
+    from lm_eval_ext.elitr.data import build_documents
+
+    n, task = 8, "elitr_bench_qa_dev_st"
+    docs, _ = build_documents("qa", "dev", "en")
+    rules = [{"contains": doc["question"].strip(), "response": f"A{k % 8 + 3}"} for k, doc in enumerate(docs[:n])]
+    (tmp_path / "responses.json").write_text(json.dumps({"rules": rules, "default": None}))
+    with StubOpenAIServer(responder=_feedback_judge, models=()) as srv:
+        proc = run_cli(["lm-eval-ext", "run", "--model", "ext-canned-gen", "--model_args",
+                        f"responses={tmp_path / 'responses.json'}", "--tasks", task, "--limit", str(n),
+                        "--output_path", str(tmp_path / "out"), "--metadata",
+                        f"judge_base_url={srv.base_url}", f"judge_api_key_env={KEY_ENV}",
+                        f"judge_cache={tmp_path / 'cache.sqlite'}", f"answers_dir={tmp_path / 'answers'}",
+                        "judge_price_input=30", "judge_price_output=60"],
+                       env={KEY_ENV: "sk-lmx-usage-test-key-0123456789"}, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    note = re.search(r"the judge: about (\d+) judge calls, ~(\d+\.\d)k input tokens, ~\$(\d+\.\d\d) at the given "
+                     r"prices, \$(\d+\.\d\d) with batch", proc.stderr)
+    assert note, proc.stderr[-3000:]
+    calls, prompt_k, cost, batch_cost = int(note[1]), float(note[2]), float(note[3]), float(note[4])
+    (results,) = [json.loads(p.read_text()) for p in (tmp_path / "out").rglob("results_*.json")]
+    usage = results["configs"][task]["metadata"]["judge"]["usage"]
+    assert calls == usage["requests"] == n
+    assert abs(prompt_k * 1000 - usage["prompt_tokens"]) <= 0.1 * usage["prompt_tokens"]
+    assert abs(cost - usage["cost_usd"]) <= 0.1 * usage["cost_usd"]
+    assert batch_cost == pytest.approx(cost / 2, abs=0.01)

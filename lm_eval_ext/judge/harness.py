@@ -116,7 +116,12 @@ class JudgeFilter(RunAwareFilter):
                 text, info = _text_and_info(response, self.run.conversation)
                 items.append(JudgeItem(question, text, reference))
                 infos.append(info)
-        judge = Judge(judge_config(self.run, self.judge_options))
+        from .. import answers
+
+        # batches are saved with the run's answers; a resumed run finds them in the answers folder it resumes
+        root = answers.answers_root(self.run.metadata)
+        judge = Judge(judge_config(self.run, self.judge_options), batch_dir=answers.run_dir(self.run.metadata),
+                      batch_lookup=sorted(p for p in root.iterdir() if p.is_dir()) if root.is_dir() else [])
         try:
             results = list(judge.run(items, label=self.run.task))
             log.info("%s: judge %s", self.run.task, judge.stats.to_dict())
@@ -159,6 +164,25 @@ class JudgedTask(ExtTask):
     def judge_config(self) -> JudgeConfig:
         """This task's judge configuration for this run."""
         return judge_config(self.run_context(), self.judge_options())
+
+    def judge_requests_estimate(self, limit: float | None = None) -> list[dict]:
+        """The judge requests this task's run would send, as far as they can be built before generation: one
+        per document (``limit`` as the harness reads it), the answer, not known yet, as long as the reference."""
+        config = self.judge_config()
+        fields = next(step for entry in self.config.filter_list for step in entry["filter"]
+                      if step.get("function") is JudgeFilter)
+        from .runner import Judge
+
+        judge = Judge(dataclasses.replace(config, cache=None), progress=False)
+        docs = list(self.eval_docs)
+        if limit is not None:
+            docs = docs[:int(math.ceil(len(docs) * limit)) if limit < 1 else int(limit)]
+        requests = []
+        for doc in docs:
+            question = _field(doc, fields.get("question_field", "question"), "question")
+            reference = _field(doc, fields.get("reference_field", "reference"), "reference")
+            requests.append(judge.request(judge.messages(JudgeItem(question, reference, reference)), 0))
+        return requests
 
     def check_judge(self) -> None:
         """Probe the judge (lm_eval_ext.judge.probe) unless ``--predict_only``, a dry run or ``judge_check=false``.

@@ -20,6 +20,7 @@ from collections import Counter
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from tqdm import tqdm
 
@@ -66,8 +67,13 @@ class JudgeStats:
 class Judge:
     """A configured judge: builds prompts, replays the cache, calls the endpoint, parses scores."""
 
-    def __init__(self, config: JudgeConfig, *, progress: bool = True) -> None:
+    def __init__(self, config: JudgeConfig, *, progress: bool = True, batch_dir: Path | None = None,
+                 batch_lookup: Sequence[Path] = ()) -> None:
         self.config = config
+        # batch judging (lm_eval_ext/judge/batch.py): where this judge saves its batches, where it looks for
+        # batches submitted before; default: beside the judge's cache
+        self.batch_dir = batch_dir
+        self.batch_lookup = list(batch_lookup)
         self.setup = judge_setup(config)
         self.cache = JudgeCache(config.cache_path())
         self.record = config_record(config, self.setup)
@@ -199,6 +205,11 @@ class Judge:
                       f"answered by the cache; {len(pending)} need a judge call (up to "
                       f"{len(pending) * (self.config.reasks + 1)} with re-asks, plus transport retries). Nothing "
                       "was called.")
+            if self.config.batch:
+                files = self._batches().write_files({self._key(self.request(prompts[key], 0)): self.request(prompts[key], 0)
+                                                     for key in pending})
+                self._say(f"{what} (dry run): the first asks are written as batch request files: "
+                          f"{', '.join(map(str, files))}")
             for key in pending:
                 verdicts[key] = JudgeResult(NOT_JUDGED, detail="dry run")
         elif pending:
@@ -212,7 +223,8 @@ class Judge:
                 )
             self._say(f"{what}: {len(items)} items, {len(verdicts)} answered by the cache, {len(pending)} to judge "
                       f"with {self.setup.model} at {self.config.base_url_host()} ({self.config.concurrency} at a time)")
-            verdicts.update(self._call_all([(key, prompts[key]) for key in pending], what))
+            work = [(key, prompts[key]) for key in pending]
+            verdicts.update(self._batch_all(work, what) if self.config.batch else self._call_all(work, what))
         results, seen = [], set()
         for key in item_prompt:  # a repeated prompt was judged once: its cost is counted once
             results.append(verdicts[key] if key not in seen else dataclasses.replace(verdicts[key], usage=None))
@@ -243,6 +255,78 @@ class Judge:
             bar.close()
             self.stats.calls = budget.used
             self.stats.retries = client.retries
+        return verdicts
+
+    def _batches(self):
+        from ..data.config import cache_dir
+        from .batch import BatchRunner
+
+        folder = self.batch_dir or cache_dir() / "judge"
+        return BatchRunner(self.config, folder, self.batch_lookup, self.progress)
+
+    def _batch_all(self, work: list[tuple[str, list[dict[str, str]]]], what: str) -> dict[str, JudgeResult]:
+        """Judge ``work`` through the batch API, one round per ask (lm_eval_ext/judge/batch.py)."""
+        from .batch import live_retry
+        from .client import _reply_text
+        from .usage import reply_usage
+
+        batches = self._batches()
+        client = JudgeClient(self.config, stop=threading.Event(), budget=CallBudget(self.config.max_calls))
+        outputs = {key: [] for key, _ in work}
+        usage = {key: ItemUsage(self.config) for key, _ in work}
+        calls = dict.fromkeys(outputs, 0)
+        messages = dict(work)
+        verdicts: dict[str, JudgeResult] = {}
+        while len(verdicts) < len(work):
+            requests: dict[str, tuple[str, dict]] = {}  # cache key -> (prompt, body) of this round
+            for key in messages:
+                while key not in verdicts:  # asks already in the cache (a rerun) are replayed, not sent
+                    body = self.request(messages[key], len(outputs[key]))
+                    reply = self.cache.get(self._key(body))
+                    if reply is None:
+                        requests[self._key(body)] = (key, body)
+                        break
+                    outputs[key].append(reply)
+                    verdict = self._verdict(outputs[key], calls[key], usage[key].record())
+                    if verdict is not None:
+                        verdicts[key] = verdict
+            if not requests:
+                break
+            reservations = {}
+            try:
+                for cache_key, (_, body) in requests.items():
+                    reservations[cache_key] = METER.reserve(self.config, body, batch=True)
+            except Exception:
+                for amount in reservations.values():
+                    METER.settle(amount, 0.0)
+                raise
+            outcome = batches.run({cache_key: body for cache_key, (_, body) in requests.items()}, what)
+            for cache_key, (key, body) in requests.items():
+                calls[key] += 1
+                before = usage[key].cost
+                reply = outcome.replies.get(cache_key)
+                if reply is not None:
+                    text = client.redact(_reply_text(reply))
+                    usage[key].add(reply_usage(reply), batch=True)
+                else:  # failed or expired in its batch: once more, live
+                    text, got, why = live_retry(client, body)
+                    if got:
+                        usage[key].add(got)
+                    if text is None:
+                        METER.settle(reservations[cache_key], usage[key].cost - before)
+                        verdicts[key] = JudgeResult(FAILED, failure="transport", detail=f"batch: "
+                                                    f"{outcome.failures.get(cache_key)}; live: {why}",
+                                                    judge_outputs=outputs[key], calls=calls[key],
+                                                    usage=usage[key].record())
+                        continue
+                METER.settle(reservations[cache_key], usage[key].cost - before)
+                self.cache.put(cache_key, text, self.setup.model)
+                outputs[key].append(text)
+                verdict = self._verdict(outputs[key], calls[key], usage[key].record())
+                if verdict is not None:
+                    verdicts[key] = verdict
+        self.stats.calls = sum(calls.values())
+        self.stats.retries = client.retries
         return verdicts
 
     def _summarize(self, results: list[JudgeResult], what: str) -> None:

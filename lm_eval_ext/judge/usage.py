@@ -40,7 +40,7 @@ def estimate_tokens(text: str) -> int:
 
 def request_tokens(request: dict) -> int:
     """Estimated prompt tokens of a chat-completions request body."""
-    return sum(estimate_tokens(str(m.get("content", ""))) for m in request.get("messages", []))
+    return estimate_tokens(" ".join(str(m.get("content", "")) for m in request.get("messages", [])))
 
 
 def priced(config: JudgeConfig) -> bool:
@@ -118,6 +118,41 @@ def usage_text(usage: dict) -> str:
     """``"1,234 input + 56 output tokens ($0.04)"``: a usage summary for logs."""
     cost = f" (${usage['cost_usd']:,.2f})" if "cost_usd" in usage else ""
     return f"{usage['prompt_tokens']:,} input + {usage['completion_tokens']:,} output tokens{cost}"
+
+
+def estimate(config: JudgeConfig, requests: Iterable[dict]) -> dict:
+    """What judging ``requests`` (request bodies, one per expected call) would take: ``calls``,
+    ``prompt_tokens`` (~4 characters per token), ``completion_tokens`` (:data:`REPLY_TOKENS` each) and, with
+    prices, ``cost_usd`` and ``batch_cost_usd``."""
+    calls = prompt = 0
+    for request in requests:
+        calls += 1
+        prompt += request_tokens(request)
+    out = {"calls": calls, "prompt_tokens": prompt, "completion_tokens": calls * REPLY_TOKENS}
+    if priced(config):
+        out["cost_usd"] = dollars(config, prompt, out["completion_tokens"])
+        out["batch_cost_usd"] = dollars(config, prompt, out["completion_tokens"], batch=True)
+    return out
+
+
+def estimate_text(estimate: dict) -> str:
+    """``"about 1,692 judge calls, ~5.1M input tokens, ~$78 at the given prices, $39 with batch"``."""
+    text = f"about {estimate['calls']:,} judge calls, ~{_short(estimate['prompt_tokens'])} input tokens"
+    if "cost_usd" in estimate:
+        text += (f", ~${estimate['cost_usd']:,.{_digits(estimate['cost_usd'])}f} at the given prices, "
+                 f"${estimate['batch_cost_usd']:,.{_digits(estimate['batch_cost_usd'])}f} with batch")
+    return text
+
+
+def _short(n: int) -> str:
+    for size, unit in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if n >= size:
+            return f"{n / size:.1f}{unit}"
+    return str(n)
+
+
+def _digits(amount: float) -> int:
+    return 0 if amount >= 10 else 2
 
 
 class CostMeter:
