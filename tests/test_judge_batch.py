@@ -152,3 +152,73 @@ def test_output_file_lines_are_read():
     bad = {"custom_id": "b", "response": None, "error": {"code": "batch_expired", "message": "too late"}}
     replies, failures = read_output("\n".join(json.dumps(r) for r in (ok, bad)))
     assert list(replies) == ["a"] and failures == {"b": "too late"}
+
+
+def test_dry_run_writes_the_request_file_and_collect_reads_an_offline_runners_output(tmp_path, capsys, monkeypatch):
+    from lm_eval_ext.cli import main
+
+    monkeypatch.setenv("LM_EVAL_EXT_CACHE_DIR", str(tmp_path / "user_cache"))
+    with StubOpenAIServer(responder=score) as srv:
+        runner, _ = judge(srv, tmp_path, 3, dry_run=True)
+        assert srv.requests == []  # nothing sent
+        # beside the judge's cache, not in the run's answers folder (removed when the run ends)
+        (request_file,) = (tmp_path / "user_cache" / "judge" / "judge_batches").glob("requests-*.jsonl")
+        lines = [json.loads(line) for line in request_file.read_text().splitlines()]
+        assert [line["url"] for line in lines] == ["/v1/chat/completions"] * 3
+        # what vLLM's run_batch writes for it: one line per request, the reply under response.body
+        output = tmp_path / "out.jsonl"
+        output.write_text("".join(json.dumps({"id": f"vllm-{i}", "custom_id": line["custom_id"], "response": {
+            "status_code": 200, "request_id": f"vllm-{i}", "body": srv._completion("/v1/chat/completions", line["body"],
+                                                                               score)}, "error": None}) + "\n"
+                                  for i, line in enumerate(lines)))
+        with pytest.raises(SystemExit) as ended:
+            main(["judge", "collect", str(output), "--judge-cache", str(tmp_path / "cache.sqlite")])
+        assert ended.value.code == 0
+        assert "3 replies stored" in capsys.readouterr().out
+        again, results = judge(srv, tmp_path, 3)
+        assert srv.requests == [] and again.stats.from_cache == 3
+    assert [r.score for r in results] == [1.0, 2.0, 3.0]
+
+
+def _elitr_judge(request: dict) -> str:
+    answer = re.search(r"### Response to evaluate:\n(.*?)\n\n###", request["messages"][-1]["content"], re.S).group(1)
+    return f"Fine. \\boxed{{{answer[1:] if answer.startswith('A') else 10}}}"
+
+
+@pytest.mark.slow
+def test_a_run_killed_mid_poll_is_finished_by_resume_paying_nothing_twice(run_cli, data_dir, tmp_path):
+    from helpers.judge import is_probe
+    from lm_eval_ext.elitr.data import build_documents
+
+    n, task = 4, "elitr_bench_qa_dev_st"
+    docs, _ = build_documents("qa", "dev", "en")
+    rules = [{"contains": doc["question"].strip(), "response": f"A{k + 3}"} for k, doc in enumerate(docs[:n])]
+    (tmp_path / "responses.json").write_text(json.dumps({"rules": rules, "default": None}))
+    answers = tmp_path / "answers"
+    with StubOpenAIServer(responder=_elitr_judge, models=(), batch={"polls_to_finish": 10**9}) as srv:
+        flags = ["--model", "ext-canned-gen", "--model_args", f"responses={tmp_path / 'responses.json'}",
+                 "--tasks", task, "--limit", str(n), "--output_path", str(tmp_path / "out"), "--metadata",
+                 f"judge_base_url={srv.base_url}", f"judge_api_key_env={KEY_ENV}",
+                 f"judge_cache={tmp_path / 'cache.sqlite'}", f"answers_dir={answers}", "judge_batch=true",
+                 "judge_batch_poll=0.01"]
+        proc = subprocess.Popen([str(Path(sys.executable).parent / "lm-eval-ext"), "run", *flags],
+                                env={**os.environ, KEY_ENV: KEY, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"},
+                                cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 600
+        while srv.batch_api.retrievals < 3 and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGKILL)  # kill -9 while the run polls its batch
+        proc.wait()
+        assert srv.batch_api.creations == 1 and srv.batch_api.answered == []
+        (run,) = answers.iterdir()
+        (record,) = (run / "judge_batches").glob("batch-*.json")
+        assert json.loads(record.read_text())["id"] == "batch-1"  # saved before the first poll
+        srv.batch_api.polls_to_finish = 1
+        resumed = run_cli(["lm-eval-ext", "resume", str(run)], env={KEY_ENV: KEY}, timeout=600)
+        assert resumed.returncode == 0, resumed.stderr[-3000:]
+        assert srv.batch_api.creations == 1  # collected, not submitted again
+        assert len(srv.batch_api.answered) == n == len(set(srv.batch_api.answered))
+        assert [r for r in srv.requests if r["path"].endswith("/chat/completions") and not is_probe(r["body"])] == []
+    (results,) = [json.loads(p.read_text()) for p in (tmp_path / "out").rglob("results_*.json")]
+    assert results["results"][task]["score,judge"] == 4.5  # (3 + 4 + 5 + 6) / 4
+    assert results["configs"][task]["metadata"]["judge"]["usage"]["requests"] == n

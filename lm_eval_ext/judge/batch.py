@@ -36,7 +36,6 @@ from tqdm import tqdm
 from .client import ItemRejected, JudgeClient, TransientError, _reply_text
 from .config import JudgeConfig, cli_flag, metadata_name
 from .errors import JudgeError
-from .usage import reply_usage
 
 log = logging.getLogger(__name__)
 
@@ -282,9 +281,23 @@ class BatchRunner:
         return replies, failures
 
 
-def usage_of(reply: dict) -> dict[str, int]:
-    """The tokens a batch reply reports."""
-    return reply_usage(reply)
+def collect_file(path: Path, config: JudgeConfig) -> tuple[int, int]:
+    """Store the replies of a batch output file in the judge cache of ``config``: (stored, without a reply)."""
+    from .cache import JudgeCache
+
+    try:
+        text = path.read_text(encoding="utf-8")
+        replies, failures = read_output(text)
+    except (OSError, ValueError) as err:
+        raise JudgeBatchError(f"Cannot read the batch output file {path} ({err}): give the output file of a batch "
+                              "(JSONL, one reply per line, as OpenAI's batch API and vLLM's run_batch write).") from None
+    cache = JudgeCache(config.cache_path())
+    try:
+        for key, reply in replies.items():
+            cache.put(key, _reply_text(reply), str(reply.get("model", "")))
+    finally:
+        cache.close()
+    return len(replies), len(failures)
 
 
 def live_retry(client: JudgeClient, request: dict) -> tuple[str | None, dict | None, str | None]:

@@ -206,7 +206,7 @@ class Judge:
                       f"{len(pending) * (self.config.reasks + 1)} with re-asks, plus transport retries). Nothing "
                       "was called.")
             if self.config.batch:
-                files = self._batches().write_files({self._key(self.request(prompts[key], 0)): self.request(prompts[key], 0)
+                files = self._batches(kept=True).write_files({self._key(self.request(prompts[key], 0)): self.request(prompts[key], 0)
                                                      for key in pending})
                 self._say(f"{what} (dry run): the first asks are written as batch request files: "
                           f"{', '.join(map(str, files))}")
@@ -257,11 +257,12 @@ class Judge:
             self.stats.retries = client.retries
         return verdicts
 
-    def _batches(self):
+    def _batches(self, kept: bool = False):
+        """The batch runner; ``kept``: its files go beside the judge's cache (a run's answers folder is removed)."""
         from ..data.config import cache_dir
         from .batch import BatchRunner
 
-        folder = self.batch_dir or cache_dir() / "judge"
+        folder = cache_dir() / "judge" if kept or self.batch_dir is None else self.batch_dir
         return BatchRunner(self.config, folder, self.batch_lookup, self.progress)
 
     def _batch_all(self, work: list[tuple[str, list[dict[str, str]]]], what: str) -> dict[str, JudgeResult]:
