@@ -33,9 +33,11 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from .client import ItemRejected, JudgeClient, TransientError, _reply_text
+from .client import CallBudget, ItemRejected, JudgeClient, TransientError, _reply_text
 from .config import JudgeConfig, cli_flag, metadata_name
 from .errors import JudgeError
+from .records import FAILED, JudgeResult
+from .usage import METER, ItemUsage, reply_usage
 
 log = logging.getLogger(__name__)
 
@@ -298,6 +300,69 @@ def collect_file(path: Path, config: JudgeConfig) -> tuple[int, int]:
     finally:
         cache.close()
     return len(replies), len(failures)
+
+
+def judge_in_batches(judge, batches: BatchRunner, work: list[tuple[str, list[dict[str, str]]]],
+                     what: str) -> dict:
+    """Verdicts (prompt key -> JudgeResult) of ``work`` judged by ``judge`` (a runner.Judge) through ``batches``,
+    one round per ask, with the judge's own cache, verdict rule and statistics (same package)."""
+    client = JudgeClient(judge.config, stop=threading.Event(), budget=CallBudget(judge.config.max_calls))
+    outputs = {key: [] for key, _ in work}
+    usage = {key: ItemUsage(judge.config) for key, _ in work}
+    calls = dict.fromkeys(outputs, 0)
+    messages = dict(work)
+    verdicts: dict[str, JudgeResult] = {}
+    while len(verdicts) < len(work):
+        requests: dict[str, tuple[str, dict]] = {}  # cache key -> (prompt, body) of this round
+        for key in messages:
+            while key not in verdicts:  # asks already in the cache (a rerun) are replayed, not sent
+                body = judge.request(messages[key], len(outputs[key]))
+                reply = judge.cache.get(judge._key(body))
+                if reply is None:
+                    requests[judge._key(body)] = (key, body)
+                    break
+                outputs[key].append(reply)
+                verdict = judge._verdict(outputs[key], calls[key], usage[key].record())
+                if verdict is not None:
+                    verdicts[key] = verdict
+        if not requests:
+            break
+        reservations = {}
+        try:  # the whole round is reserved before it is submitted
+            for cache_key, (_, body) in requests.items():
+                reservations[cache_key] = METER.reserve(judge.config, body, batch=True)
+            outcome = batches.run({cache_key: body for cache_key, (_, body) in requests.items()}, what)
+        except BaseException:  # stopped (cost limit, detached, interrupted): nothing of it collected here
+            for amount in reservations.values():
+                METER.settle(amount, 0.0)
+            raise
+        for cache_key, (key, body) in requests.items():
+            calls[key] += 1
+            before = usage[key].cost
+            reply = outcome.replies.get(cache_key)
+            if reply is not None:
+                text = client.redact(_reply_text(reply))
+                usage[key].add(reply_usage(reply), batch=True)
+            else:  # failed or expired in its batch: once more, live
+                text, got, why = live_retry(client, body)
+                if got:
+                    usage[key].add(got)
+                if text is None:
+                    METER.settle(reservations[cache_key], usage[key].cost - before)
+                    verdicts[key] = JudgeResult(FAILED, failure="transport", detail=f"batch: "
+                                                f"{outcome.failures.get(cache_key)}; live: {why}",
+                                                judge_outputs=outputs[key], calls=calls[key],
+                                                usage=usage[key].record())
+                    continue
+            METER.settle(reservations[cache_key], usage[key].cost - before)
+            judge.cache.put(cache_key, text, judge.setup.model)
+            outputs[key].append(text)
+            verdict = judge._verdict(outputs[key], calls[key], usage[key].record())
+            if verdict is not None:
+                verdicts[key] = verdict
+    judge.stats.calls = sum(calls.values())
+    judge.stats.retries = client.retries
+    return verdicts
 
 
 def live_retry(client: JudgeClient, request: dict) -> tuple[str | None, dict | None, str | None]:

@@ -266,69 +266,9 @@ class Judge:
         return BatchRunner(self.config, folder, self.batch_lookup, self.progress)
 
     def _batch_all(self, work: list[tuple[str, list[dict[str, str]]]], what: str) -> dict[str, JudgeResult]:
-        """Judge ``work`` through the batch API, one round per ask (lm_eval_ext/judge/batch.py)."""
-        from .batch import live_retry
-        from .client import _reply_text
-        from .usage import reply_usage
+        from .batch import judge_in_batches
 
-        batches = self._batches()
-        client = JudgeClient(self.config, stop=threading.Event(), budget=CallBudget(self.config.max_calls))
-        outputs = {key: [] for key, _ in work}
-        usage = {key: ItemUsage(self.config) for key, _ in work}
-        calls = dict.fromkeys(outputs, 0)
-        messages = dict(work)
-        verdicts: dict[str, JudgeResult] = {}
-        while len(verdicts) < len(work):
-            requests: dict[str, tuple[str, dict]] = {}  # cache key -> (prompt, body) of this round
-            for key in messages:
-                while key not in verdicts:  # asks already in the cache (a rerun) are replayed, not sent
-                    body = self.request(messages[key], len(outputs[key]))
-                    reply = self.cache.get(self._key(body))
-                    if reply is None:
-                        requests[self._key(body)] = (key, body)
-                        break
-                    outputs[key].append(reply)
-                    verdict = self._verdict(outputs[key], calls[key], usage[key].record())
-                    if verdict is not None:
-                        verdicts[key] = verdict
-            if not requests:
-                break
-            reservations = {}
-            try:
-                for cache_key, (_, body) in requests.items():
-                    reservations[cache_key] = METER.reserve(self.config, body, batch=True)
-            except Exception:
-                for amount in reservations.values():
-                    METER.settle(amount, 0.0)
-                raise
-            outcome = batches.run({cache_key: body for cache_key, (_, body) in requests.items()}, what)
-            for cache_key, (key, body) in requests.items():
-                calls[key] += 1
-                before = usage[key].cost
-                reply = outcome.replies.get(cache_key)
-                if reply is not None:
-                    text = client.redact(_reply_text(reply))
-                    usage[key].add(reply_usage(reply), batch=True)
-                else:  # failed or expired in its batch: once more, live
-                    text, got, why = live_retry(client, body)
-                    if got:
-                        usage[key].add(got)
-                    if text is None:
-                        METER.settle(reservations[cache_key], usage[key].cost - before)
-                        verdicts[key] = JudgeResult(FAILED, failure="transport", detail=f"batch: "
-                                                    f"{outcome.failures.get(cache_key)}; live: {why}",
-                                                    judge_outputs=outputs[key], calls=calls[key],
-                                                    usage=usage[key].record())
-                        continue
-                METER.settle(reservations[cache_key], usage[key].cost - before)
-                self.cache.put(cache_key, text, self.setup.model)
-                outputs[key].append(text)
-                verdict = self._verdict(outputs[key], calls[key], usage[key].record())
-                if verdict is not None:
-                    verdicts[key] = verdict
-        self.stats.calls = sum(calls.values())
-        self.stats.retries = client.retries
-        return verdicts
+        return judge_in_batches(self, self._batches(), work, what)
 
     def _summarize(self, results: list[JudgeResult], what: str) -> None:
         self.stats.scored = sum(r.scored for r in results)
