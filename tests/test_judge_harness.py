@@ -70,12 +70,29 @@ def test_judged_task_in_process(task_dir, tmp_path, monkeypatch):
     assert math.isnan(spain["score"]) and len(spain_result["judge_outputs"]) == 3
 
 
-def test_a_fully_judged_task_has_its_mean_score(task_dir, tmp_path, monkeypatch):
+def _stub_tokens(text: str) -> int:
+    return math.ceil(len(text) / 4)  # how the stub counts (lm_eval_ext/testing/stub_openai.py)
+
+
+def test_a_fully_judged_task_has_its_mean_score_and_its_cost(task_dir, tmp_path, monkeypatch):
     monkeypatch.setenv(KEY_ENV, FAKE_KEY)
+    prices = {"judge_price_input": "2.5", "judge_price_output": "10"}
     with StubOpenAIServer(responder=judge_scoring_all, models=["yaml-judge-model"]) as srv:
-        out = _evaluate(task_dir, "judged_toy", _judge_metadata(srv, tmp_path))
+        out = _evaluate(task_dir, "judged_toy", _judge_metadata(srv, tmp_path, **prices))
+        bodies = judge_calls(srv)
+        # a rerun (same endpoint) takes every verdict from the cache: nothing spent, three verdicts counted as cached
+        again = _evaluate(task_dir, "judged_toy", _judge_metadata(srv, tmp_path, judge_check="false", **prices))
+        assert judge_calls(srv) == bodies
     assert out["results"]["judged_toy"]["score,judge"] == 4.0
     assert out["results"]["judged_toy"]["judge_failures,judge"] == 0
+    prompt = sum(_stub_tokens(" ".join(m["content"] for m in b["messages"])) for b in bodies)
+    completion = sum(_stub_tokens(judge_scoring_all(b)) for b in bodies)
+    usage = out["configs"]["judged_toy"]["metadata"]["judge"]["usage"]
+    assert len(bodies) == 3 and prompt > 3 * 100
+    assert usage == {"requests": 3, "prompt_tokens": prompt, "completion_tokens": completion, "from_cache": 0,
+                     "cost_usd": round((prompt * 2.5 + completion * 10) / 1e6, 6)}
+    assert again["configs"]["judged_toy"]["metadata"]["judge"]["usage"] == {
+        "requests": 0, "prompt_tokens": 0, "completion_tokens": 0, "from_cache": 3, "cost_usd": 0.0}
 
 
 def test_judge_filter_outside_a_judged_task_is_an_error(task_dir, tmp_path, monkeypatch):

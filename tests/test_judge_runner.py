@@ -241,7 +241,7 @@ def test_cache_rerun_makes_no_call(tmp_path):
         assert calls == 20 + 3 * 3
         again = judge_many(work, config(srv, tmp_path), progress=False)
         assert srv.call_count == calls  # zero new calls, failures included (their replies are cached)
-    assert again == [r.__class__(**{**r.__dict__, "calls": 0}) for r in first]
+    assert again == [r.__class__(**{**r.__dict__, "calls": 0, "usage": None}) for r in first]
     # another sampling setting is another request: not served from the cache
     with StubOpenAIServer(responder=score_by_index) as srv:
         judge_many(work[:2], config(srv, tmp_path, temperature=0.0), progress=False)

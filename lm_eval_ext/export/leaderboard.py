@@ -17,6 +17,7 @@ from .. import __version__
 from ..data import DataError, dataset_files, pinned_file
 from ..data.registry import MANIFEST_PATH
 from ..elitr.seed_summary import summarize
+from ..judge.usage import add_up
 from ..results.lieder import family_mean, novelty_tests, read_human_baseline
 from ..results.load import Model, Run
 from ..results.status import PARTIAL, TRUNCATED, run_status, shown_run
@@ -107,6 +108,12 @@ def _judge_entry(tasks: dict[str, tuple[Run, dict]]) -> dict | None:
     """The judge of every judged task, as the task recorded it (``configs.<task>.metadata.judge``)."""
     judged = {task: run.judge_record(task) for task, (run, _) in sorted(tasks.items())}
     return {task: record.to_dict() for task, record in judged.items() if record} or None
+
+
+def _judge_usage(judged: dict | None) -> dict:
+    """``judge_usage``, the judge's tokens and dollars over every judged task, when the tasks recorded them."""
+    total = add_up((record.get("usage") for record in (judged or {}).values()))
+    return {"judge_usage": total} if total else {}
 
 
 def _seeds_entry(model: Model, benchmark, tasks: dict[str, dict]) -> dict:
@@ -224,6 +231,7 @@ def leaderboard_record(model: Model, exported_at: str, *, allow_partial: bool = 
         "tasks": {task: _task_entry(run, index[run.path], task) for task, (run, _) in sorted(chosen.items())},
         "benchmarks": benchmarks,
         "judge": _judge_entry(chosen),
+        **_judge_usage(_judge_entry(chosen)),
         # only a judged record needs the judge's validation
         "judge_validation": (judge_validation or None) if _judge_entry(chosen) else None,
         "data": _data_entry(chosen),

@@ -1,4 +1,5 @@
-"""``lm-eval-ext judge``: judge validation against human scores, and the judge options shared by commands.
+"""``lm-eval-ext judge``: judge validation against human scores, batch output collection, and the judge options
+shared by commands.
 
 ``add_judge_options(parser)`` adds one ``--judge-*`` flag per option of
 :class:`~lm_eval_ext.judge.config.JudgeConfig`; ``config_from_args(args)`` resolves them (flags,
@@ -79,7 +80,27 @@ def add_judge_parser(subparsers: argparse._SubParsersAction) -> argparse.Argumen
                           help="where to write the table, plot and JSON (default: ./judge-validation)")
     add_judge_options(validate)
     validate.set_defaults(func=validate_command)
+    collect = sub.add_parser(
+        "collect", help="put the replies of a batch output file (OpenAI's, or vLLM's offline run_batch) into the "
+        "judge cache", description="Read a batch output file: one JSON line per request, its custom_id the judge "
+        "cache key the plugin wrote into the request file (a dry run with --judge-batch writes them), and store "
+        "every reply in the judge cache, so that the run, rerun, judges nothing again (docs/judge.md, Batch judging).")
+    collect.add_argument("path", metavar="FILE", help="a batch output file (JSONL)")
+    collect.add_argument("--judge-cache", dest="cache", default=None, metavar="CACHE",
+                         help="the judge cache file (default: the judge's default cache)")
+    collect.set_defaults(func=collect_command)
     return judge
+
+
+def collect_command(args: argparse.Namespace) -> int:
+    """``lm-eval-ext judge collect FILE``."""
+    from .batch import collect_file
+
+    config = resolve_config(explicit={"cache": args.cache})
+    stored, failed = collect_file(Path(args.path), config)
+    print(f"{args.path}: {stored} replies stored in the judge cache {config.cache_path()}"
+          + (f"; {failed} request(s) without a reply (judged live by the next run)" if failed else ""))
+    return 0
 
 
 def validate_command(args: argparse.Namespace) -> int:

@@ -44,6 +44,7 @@ import tenacity
 
 from .config import JudgeConfig, env_name, how_to_set
 from .errors import JudgeConfigError, JudgeRequestRejected
+from .usage import reply_usage
 
 log = logging.getLogger(__name__)
 
@@ -203,7 +204,8 @@ class JudgeClient:
         except (ValueError, AttributeError, KeyError, TypeError):
             return None
 
-    def complete(self, request: dict, *, timeout: float | None = None, tries: int | None = None) -> str:
+    def complete(self, request: dict, *, timeout: float | None = None, tries: int | None = None,
+                 on_usage=None) -> str:
         """The reply text for one request body, retrying transient failures.
 
         ``timeout`` (the deadline of each try, in seconds) and ``tries`` (1 = no retry) replace the
@@ -211,7 +213,8 @@ class JudgeClient:
         tries=1)`` is a probe that tells a judge that hangs within 10 s. Raises the last
         :class:`TransientError` when the tries are used up, :class:`ItemRejected`,
         :class:`JudgeRequestRejected` (fatal), :class:`JudgeGone` (the circuit breaker),
-        :class:`CallCapReached` or :class:`Aborted`.
+        :class:`CallCapReached` or :class:`Aborted`. ``on_usage`` is called with the tokens the reply
+        reports (:func:`lm_eval_ext.judge.usage.reply_usage`).
         """
         retrying = tenacity.Retrying(
             retry=tenacity.retry_if_exception_type(TransientError),
@@ -226,7 +229,7 @@ class JudgeClient:
         )
         for attempt in retrying:
             with attempt:
-                return self._call_once(request, timeout or self.config.timeout)
+                return self._call_once(request, timeout or self.config.timeout, on_usage)
         raise AssertionError("unreachable: tenacity either returns or reraises")
 
     def _note_retry(self, state: tenacity.RetryCallState) -> None:
@@ -236,7 +239,7 @@ class JudgeClient:
         log.debug("judge call failed (%s: %s); retry %d in %.2f s", exc.kind, exc, state.attempt_number,
                   state.next_action.sleep if state.next_action else 0.0)
 
-    def _call_once(self, request: dict, timeout: float) -> str:
+    def _call_once(self, request: dict, timeout: float, on_usage=None) -> str:
         if self._stop.is_set():
             raise Aborted()
         self._budget.take()
@@ -252,12 +255,15 @@ class JudgeClient:
                 self.abort()  # at once, so that no other worker starts a call bound to fail the same way
             raise error
         try:
-            text = _reply_text(json.loads(body))
+            reply = json.loads(body)
         except ValueError:  # a 200 whose body is not JSON (an HTML page, cut off, not UTF-8)
             raise TransientError("malformed", f"{self.host} answered with a body that is not valid JSON, "
                                               "not a chat completion") from None
+        text = reply_text(reply)
         if text is None:
             raise TransientError("malformed", f"{self.host} answered with something that is not a chat completion")
+        if on_usage is not None:
+            on_usage(reply_usage(reply))
         self.reached.set()
         self.last_reply = time.monotonic()
         return self.redact(text)
@@ -334,7 +340,7 @@ def _error_message(body: bytes) -> str:
     return body[:300].decode("utf-8", "replace") or "no message"
 
 
-def _reply_text(reply) -> str | None:
+def reply_text(reply) -> str | None:
     """The assistant text of a chat completion (parsed JSON); None if ``reply`` is not one."""
     choices = reply.get("choices") if isinstance(reply, dict) else None
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):

@@ -94,6 +94,22 @@ class JudgeConfig:
                                 "'none' disables", str, optional=True)
     max_calls: int | None = _option(None, "spending cap: most judge calls (HTTP requests) one run may make; "
                                     "'none' = no cap", int, optional=True)
+    price_input: float | None = _option(None, "price of the judge model's input (prompt) tokens, in dollars per "
+                                        "million (e.g. 2.5); with price_output, results state dollars", float,
+                                        optional=True)
+    price_output: float | None = _option(None, "price of the judge model's output (reply) tokens, in dollars per "
+                                         "million (e.g. 10)", float, optional=True)
+    batch_discount: float = _option(0.5, "fraction of the price the batch API takes off (OpenAI: 0.5)", float)
+    cost_limit: float | None = _option(None, "spending limit in dollars for the judge of one run (needs the "
+                                       "prices): judging stops before a request could pass it; 'none' = no limit",
+                                       float, optional=True)
+    batch: bool = _option(False, "send the judge requests through the OpenAI Batch API (half the price, replies "
+                          "within 24 h) instead of one call each", bool)
+    batch_detach: bool = _option(False, "with batch: submit the batches, save their ids and stop; `lm-eval-ext "
+                                 "resume DIR` collects them later", bool)
+    batch_poll: float = _option(30.0, "seconds between two looks at a submitted batch", float)
+    batch_max_requests: int = _option(50000, "most requests in one batch (the API's limit: 50,000)", int)
+    batch_max_bytes: int = _option(200_000_000, "largest batch request file, in bytes (the API's limit: 200 MB)", int)
     dry_run: bool = _option(False, "only report how many judge calls the run needs (after the cache), call nothing",
                             bool)
     check: bool = _option(True, "before anything is generated, check the judge: key, endpoint, model, one tiny "
@@ -282,6 +298,23 @@ def _check(config: JudgeConfig) -> None:
             raise JudgeConfigError(f"The judge option {name!r} cannot be negative ({getattr(config, name)}).")
     if config.max_calls is not None and config.max_calls < 0:
         raise JudgeConfigError(f"The judge option 'max_calls' cannot be negative ({config.max_calls}).")
+    for name in ("price_input", "price_output", "cost_limit"):
+        if getattr(config, name) is not None and getattr(config, name) < 0:
+            raise JudgeConfigError(f"The judge option {name!r} cannot be negative ({getattr(config, name)}).")
+    if config.cost_limit is not None and (config.price_input is None or config.price_output is None):
+        raise JudgeConfigError(
+            f"The judge's cost limit (${config.cost_limit:g}) needs the judge model's prices: give "
+            f"{cli_flag('price_input')} and {cli_flag('price_output')} (dollars per million tokens; --metadata "
+            f"{metadata_name('price_input')}=... {metadata_name('price_output')}=...), or drop the limit.")
+    if not 0 <= config.batch_discount < 1:
+        raise JudgeConfigError(f"The judge option 'batch_discount' is a fraction of the price from 0 to below 1 "
+                               f"(OpenAI's batch API: 0.5), not {config.batch_discount}.")
+    for name in ("batch_poll", "batch_max_requests", "batch_max_bytes"):
+        if getattr(config, name) <= 0:
+            raise JudgeConfigError(f"The judge option {name!r} must be above 0, not {getattr(config, name)}.")
+    if config.batch_detach and not config.batch:
+        raise JudgeConfigError(f"The judge option 'batch_detach' only applies to batch judging: add "
+                               f"{cli_flag('batch')} (--metadata {metadata_name('batch')}=true).")
     parts = urlsplit(config.base_url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise JudgeConfigError(f"The judge base URL {config.base_url!r} is not an http(s) URL; give the API root, "

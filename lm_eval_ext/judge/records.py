@@ -2,7 +2,8 @@
 
 A result is scored (``score`` on the reported scale, ``raw_score`` as the judge wrote it),
 failed (``failure`` says why: ``unparseable``, ``transport``, ``rejected`` or ``call_cap``;
-never a score), or not judged (a dry run). ``to_dict`` is what the harness logs per sample.
+never a score), or not judged (a dry run). ``to_dict`` is what the harness logs per sample. ``usage`` is
+what the requests made for the item cost (none for a verdict from the cache, or a repeated prompt).
 
 A :class:`JudgeRecord` says which judge gave the scores and how it was set up; a judged task
 writes it into the results file (``configs.<task>.metadata.judge``), ``judge validate`` into its
@@ -36,6 +37,7 @@ class JudgeResult:
     detail: str | None = None
     judge_outputs: list[str] = field(default_factory=list)
     calls: int = 0
+    usage: dict | None = None  # tokens (and dollars) of the requests made for it: lm_eval_ext.judge.usage
 
     @property
     def scored(self) -> bool:
@@ -64,7 +66,8 @@ class JudgeRecord:
     """Which judge gave a set of scores, and how: no key, no full URL, no path.
 
     ``base_url_host``, ``model`` and ``template_sha256`` say which judge it was (:meth:`same_judge`); ``run`` is
-    what the judge did (calls, answers from the cache, scored, ...) when the writer recorded it.
+    what the judge did (calls, answers from the cache, scored, ...) and ``usage`` what it cost (tokens, and dollars
+    at the given prices: :mod:`lm_eval_ext.judge.usage`), when the writer recorded them.
     """
 
     judge: str | None = None
@@ -83,13 +86,12 @@ class JudgeRecord:
     seed: int | None = None
     reasks: int | None = None
     run: dict | None = None
+    usage: dict | None = None
 
     def to_dict(self) -> dict:
-        """The record as JSON-ready data (``run`` left out when not recorded)."""
-        data = asdict(self)
-        if self.run is None:
-            del data["run"]
-        return data
+        """The record as JSON-ready data (``run`` and ``usage`` left out when not recorded)."""
+        return {name: value for name, value in asdict(self).items()
+                if value is not None or name not in ("run", "usage")}
 
     @classmethod
     def from_dict(cls, data: dict) -> JudgeRecord:

@@ -295,7 +295,12 @@ def _judge_table(settings: list[Setting]) -> Table:
         judge = s.judge
         recorded = [getattr(judge, f) for f in JUDGE_FIELDS] if judge else [None] * len(JUDGE_FIELDS)
         stats = (judge and judge.run) or {}
-        rows.append([s.model.label, s.task, *recorded, stats.get("calls"), stats.get("from_cache"), stats.get("scored")])
+        usage = (judge and judge.usage) or {}
+        rows.append([s.model.label, s.task, *recorded, stats.get("calls"), stats.get("from_cache"), stats.get("scored"),
+                     usage.get("prompt_tokens"), usage.get("completion_tokens"), usage.get("cost_usd")])
     columns = [{"model": "judge_model", "seed": "judge_seed"}.get(f, f) for f in JUDGE_FIELDS]
-    return Table("elitr_judge", "The judge of each task", ["model", "task", *columns, "calls", "from_cache", "scored"],
-                 rows, "As each task recorded it in the results file (configs.<task>.metadata.judge), most complete run.")
+    return Table("elitr_judge", "The judge of each task",
+                 ["model", "task", *columns, "calls", "from_cache", "scored", "input_tokens", "output_tokens", "cost_usd"],
+                 rows, "As each task recorded it in the results file (configs.<task>.metadata.judge), most complete run. "
+                 "input_tokens, output_tokens: what the judge's replies reported (verdicts from the cache cost "
+                 "nothing); cost_usd: at the prices the run was given (empty without).")
