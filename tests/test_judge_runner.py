@@ -22,7 +22,8 @@ from lm_eval_ext.judge import JudgeItem, judge_many, resolve_config
 from lm_eval_ext.judge.errors import JudgeBudgetError, JudgeRequestRejected, JudgeUnreachableError
 from lm_eval_ext.judge.client import CallBudget, JudgeClient
 from lm_eval_ext.judge.runner import Judge
-from lm_eval_ext.testing.stub_openai import StubOpenAIServer
+
+from doubles.stub_openai import StubOpenAIServer
 
 KEY_ENV = "LMX_TEST_JUDGE_KEY"
 FAKE_KEY = "sk-lmx-FAKE-7c1e9a55d2b84f0e-DO-NOT-LEAK"

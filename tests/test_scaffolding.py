@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from lm_eval_ext.testing.stub_openai import StubOpenAIServer
+from doubles.stub_openai import StubOpenAIServer
 
 MC_DOCS = [
     {"question": "2+2=", "choices": ["3", "4", "5"], "answer": 1},
@@ -72,11 +72,9 @@ def _gen_task(tmp_path):
 
 
 def _evaluate(model, model_args, task, **kwargs):
-    """Run the real harness without indexing its ~14,700 built-in tasks."""
+    """Run the real harness without indexing its ~14,700 built-in tasks (conftest registered the doubles)."""
     import lm_eval
     from lm_eval.tasks import TaskManager
-
-    import lm_eval_ext.models  # noqa: F401  (registers the scripted models)
 
     return lm_eval.simple_evaluate(
         model=model,
@@ -121,7 +119,7 @@ def test_tiny_model_loads_and_tokenizer_roundtrips(tiny_model_dir):
 def test_tiny_model_is_deterministic(tmp_path, tiny_model_dir):
     from safetensors.torch import load_file
 
-    from lm_eval_ext.testing.tiny_model import build_tiny_model
+    from doubles.tiny_model import build_tiny_model
 
     again = build_tiny_model(tmp_path / "again")
     other_seed = build_tiny_model(tmp_path / "seed1", seed=1)
@@ -136,7 +134,7 @@ def test_tiny_model_is_deterministic(tmp_path, tiny_model_dir):
 def test_tiny_model_cli_builds_custom_sizes(tmp_path, run_cli):
     import sys
 
-    proc = run_cli([sys.executable, "-m", "lm_eval_ext.testing.tiny_model", tmp_path / "m", "--layers", "3", "--hidden", "128"])
+    proc = run_cli([sys.executable, "-m", "doubles.tiny_model", tmp_path / "m", "--layers", "3", "--hidden", "128"])
     assert proc.returncode == 0, proc.stderr
     config = json.loads((tmp_path / "m" / "config.json").read_text())
     assert (config["num_hidden_layers"], config["hidden_size"], config["vocab_size"]) == (3, 128, 1000)
@@ -233,7 +231,7 @@ def test_loglik_table_gives_the_scripted_accuracy(tmp_path):
 
 
 def test_loglik_table_default_and_missing_pair(tmp_path):
-    from lm_eval_ext.models.scripted import ScriptedModelError
+    from doubles.scripted import ScriptedModelError
 
     # With a default, the missing wrong answer gets -10: doc 2 becomes right.
     table = _table(tmp_path, default=-10.0, drop={("Capital of France:", "Rome")})
@@ -283,7 +281,7 @@ def test_canned_gen_with_chat_template(tmp_path):
 def test_canned_gen_turns_and_errors(tmp_path):
     from lm_eval.api.instance import Instance
 
-    from lm_eval_ext.models.scripted import CannedGenLM, ScriptedModelError
+    from doubles.scripted import CannedGenLM, ScriptedModelError
 
     def request(prompt):
         return Instance("generate_until", doc={}, arguments=(prompt, {"until": ["\n"]}), idx=0)

@@ -23,10 +23,9 @@ import os
 import torch
 import torch.distributed as dist
 
-from .scripted import CannedGenLM, LoglikTableLM, ScriptedModelError, _ScriptedLM, register_model
+from .scripted import CannedGenLM, LoglikTableLM, ScriptedModelError, _ScriptedLM
 
 
-@register_model("ext-scripted-dist")
 class ScriptedDistributedLM(_ScriptedLM):
     """Scripted log-likelihoods and generations on every rank of a torchrun launch (module docstring)."""
 
