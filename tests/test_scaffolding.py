@@ -9,6 +9,7 @@ from __future__ import annotations
 import concurrent.futures
 import json
 import math
+import os
 import time
 from pathlib import Path
 
@@ -186,6 +187,8 @@ def test_needs_nothing():
 
 def test_requires_data_skips_with_one_reason_or_runs(pytester, monkeypatch):
     pytester.makeconftest((Path(__file__).parent / "conftest.py").read_text(encoding="utf-8"))
+    tests = str(Path(__file__).parent)  # where the conftest imports the test doubles from
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [tests, os.environ.get("PYTHONPATH")])))
     pytester.makepyfile(test_demo=REQUIRES_DATA_DEMO)
     monkeypatch.delenv("LM_EVAL_EXT_DATA_DIR", raising=False)
     result = pytester.runpytest_subprocess("-rs")
