@@ -21,7 +21,6 @@ installed harness no longer has, and a test fails on it with that list.
 """
 from __future__ import annotations
 
-import functools
 import importlib
 import importlib.metadata
 import logging
@@ -126,7 +125,7 @@ def _with_plugin_tasks(paths: list, builtin: Path) -> list:
     return [*(builtins if _settings["builtin_tasks"] else []), *plugin_task_paths(), *rest]
 
 
-def plugin_models():
+def plugin_models() -> list[importlib.metadata.EntryPoint]:
     """The plugin's harness models (``ext-replay``): its ``lm_eval.models`` entry points."""
     try:
         points = importlib.metadata.distribution(DISTRIBUTION).entry_points
