@@ -7,10 +7,11 @@ harness versions it was checked (:data:`CHECKED_ON`); :func:`missing_internals` 
 installed harness no longer has, and a test fails on it with that list.
 
 1. Discovery (``on_harness_import``, called by :mod:`lm_eval_ext.autoload`): on releases without
-   entry-point plugins, the plugin's task directory is added to every ``TaskManager`` (after the
-   built-ins, before the user's ``--include_path``, the precedence the upstream plugin support
-   uses) and its models are registered as lazy placeholders. A harness that reads the
-   ``lm_eval.tasks`` / ``lm_eval.models`` entry points itself is left alone.
+   entry-point plugins, the plugin's task directory is indexed by every ``TaskManager`` (after the
+   built-ins, before the user's ``--include_path``, also without the built-ins: as the upstream
+   plugin support does) and its model is registered as a lazy placeholder with the harness's
+   built-in table. A harness that reads the ``lm_eval.tasks`` / ``lm_eval.models`` entry points
+   itself is left alone.
 2. Request types (``install_request_types``): the harness sends each request to the model
    method named by its request type (``getattr(lm, request_type)`` in ``evaluator.evaluate``).
    The plugin adds two types to every harness model: ``ext_conversation`` (dependent multi-turn
