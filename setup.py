@@ -102,13 +102,11 @@ setup(
     cmdclass={"build_py": BuildPyWithStartupHook},
     entry_points={
         "console_scripts": ["lm-eval-ext=lm_eval_ext.cli:main"],
-        # Read by harness releases with entry-point plugins (then the start-up hook steps aside).
+        # The groups and value forms of the harness's entry-point plugins (EleutherAI/lm-evaluation-harness
+        # #4015: the package holding task YAMLs; #4013: name = "module:Class", imported only when a run names
+        # it). A harness that reads them itself makes the start-up hook step aside. The test doubles are no
+        # entry points: the test suite registers them (tests/doubles).
         "lm_eval.tasks": ["lm_eval_ext=lm_eval_ext.tasks"],
-        "lm_eval.models": [  # imported only when a run asks for one by name
-            "ext-replay=lm_eval_ext.models.replay:ReplayLM",  # lm-eval-ext resume
-            "ext-loglik-table=lm_eval_ext.models.scripted:LoglikTableLM",  # test doubles (docs/testing.md)
-            "ext-canned-gen=lm_eval_ext.models.scripted:CannedGenLM",
-            "ext-scripted-dist=lm_eval_ext.models.distributed:ScriptedDistributedLM",
-        ],
+        "lm_eval.models": ["ext-replay=lm_eval_ext.models.replay:ReplayLM"],  # lm-eval-ext resume
     },
 )

@@ -7,10 +7,11 @@ harness versions it was checked (:data:`CHECKED_ON`); :func:`missing_internals` 
 installed harness no longer has, and a test fails on it with that list.
 
 1. Discovery (``on_harness_import``, called by :mod:`lm_eval_ext.autoload`): on releases without
-   entry-point plugins, the plugin's task directory is added to every ``TaskManager`` (after the
-   built-ins, before the user's ``--include_path``, the precedence the upstream plugin support
-   uses) and its models are registered as lazy placeholders. A harness that reads the
-   ``lm_eval.tasks`` / ``lm_eval.models`` entry points itself is left alone.
+   entry-point plugins, the plugin's task directory is indexed by every ``TaskManager`` (after the
+   built-ins, before the user's ``--include_path``, also without the built-ins: as the upstream
+   plugin support does) and its model is registered as a lazy placeholder with the harness's
+   built-in table. A harness that reads the ``lm_eval.tasks`` / ``lm_eval.models`` entry points
+   itself is left alone.
 2. Request types (``install_request_types``): the harness sends each request to the model
    method named by its request type (``getattr(lm, request_type)`` in ``evaluator.evaluate``).
    The plugin adds two types to every harness model: ``ext_conversation`` (dependent multi-turn
@@ -77,7 +78,10 @@ _NATIVE_DISCOVERY = {
     MODELS_GROUP: ("lm_eval.api.registry", ("load_plugins", "import_plugins")),
     TASKS_GROUP: ("lm_eval.tasks.manager", ("discover_plugin_task_paths",)),
 }
-_WATCHED = {"lm_eval.tasks.manager": TASKS_GROUP, "lm_eval.api.registry": MODELS_GROUP}
+# The modules the start-up hook watches (lm_eval_ext/startup_hook.py): the task manager, and the built-in
+# model table, which the harness imports on the first model lookup (not the registry: importing it must
+# import nothing of the plugin).
+_WATCHED = {"lm_eval.tasks.manager": TASKS_GROUP, "lm_eval.models": MODELS_GROUP}
 
 
 def activate() -> None:
@@ -89,57 +93,60 @@ def activate() -> None:
 def on_harness_import(name: str, module) -> None:
     """Called by the start-up hook right after the harness imported ``name``: add what it does not discover."""
     group = _WATCHED.get(name)
-    if group is None or harness_discovers(group, module):
+    if group == TASKS_GROUP and not harness_discovers(group, module):
+        _add_plugin_tasks(module)
+    elif group == MODELS_GROUP:
+        registry = importlib.import_module(_NATIVE_DISCOVERY[group][0])  # the model table imported it already
+        if not harness_discovers(group, registry):
+            _register_plugin_models(registry)
+
+
+def _add_plugin_tasks(manager_module) -> None:
+    # Private: TaskManager takes task paths only as an argument (no environment variable or config
+    # file adds one). Its __init__ builds the index with the manager module's `TaskIndex().build(paths)`,
+    # paths = [built-ins if include_defaults] + include_path; so that name is given a subclass whose build
+    # puts the plugin's directory where #4015 puts it (`all_paths += discover_plugin_task_paths()` between
+    # the two). TaskManager itself, its arguments and attributes, and the frames its warnings name stay
+    # the harness's own. Checked on CHECKED_ON.
+    base = manager_module.TaskIndex
+    if getattr(base, "lm_eval_ext_plugin_tasks", False):
         return
-    if group == TASKS_GROUP:
-        _add_plugin_tasks(module.TaskManager)
-    else:
-        _register_plugin_models(module)
+    builtin = Path(manager_module.__file__).parent
+
+    class TaskIndex(base):
+        lm_eval_ext_plugin_tasks = True
+
+        @staticmethod
+        def build(paths, **kwargs):
+            return base.build(_with_plugin_tasks(list(paths), builtin), **kwargs)
+
+    TaskIndex.__doc__ = base.__doc__
+    manager_module.TaskIndex = TaskIndex
 
 
-def _add_plugin_tasks(task_manager_class) -> None:
-    # Private: TaskManager takes task paths only as an argument (no environment variable or
-    # config file adds one), so its __init__ is wrapped. Checked on CHECKED_ON.
-    original = task_manager_class.__init__
-    if getattr(original, "lm_eval_ext_wrapped", False):
-        return
-
-    @functools.wraps(original)
-    def __init__(self, verbosity=None, include_path=None, include_defaults=True, metadata=None):
-        user = [] if include_path is None else list(include_path) if isinstance(include_path, (list, tuple)) \
-            else [include_path]
-        ours = [p for p in plugin_task_paths() if not any(_same_path(p, u) for u in user)]
-        original(self, verbosity=verbosity, include_path=[*map(str, ours), *user],
-                 include_defaults=include_defaults and _settings["builtin_tasks"], metadata=metadata)
-
-    __init__.lm_eval_ext_wrapped = True
-    task_manager_class.__init__ = __init__
+def _with_plugin_tasks(paths: list, builtin: Path) -> list:
+    """``paths`` (a TaskManager's: the built-ins first when it includes them) with the plugin's directories
+    after the built-ins, before the rest; the built-ins left out when :func:`index_builtin_tasks` says so."""
+    builtins, rest = (paths[:1], paths[1:]) if paths and Path(paths[0]) == builtin else ([], paths)
+    return [*(builtins if _settings["builtin_tasks"] else []), *plugin_task_paths(), *rest]
 
 
-def _same_path(a, b) -> bool:
-    try:
-        return Path(a).resolve() == Path(b).resolve()
-    except (OSError, TypeError):
-        return False
-
-
-def plugin_models() -> dict[str, str]:
-    """The plugin's harness models (test doubles), name -> ``module:Class``, as its entry points declare them."""
+def plugin_models() -> list[importlib.metadata.EntryPoint]:
+    """The plugin's harness models (``ext-replay``): its ``lm_eval.models`` entry points."""
     try:
         points = importlib.metadata.distribution(DISTRIBUTION).entry_points
     except importlib.metadata.PackageNotFoundError:
-        return {}
-    return {point.name: point.value for point in points if point.group == MODELS_GROUP}
+        return []
+    return [point for point in points if point.group == MODELS_GROUP]
 
 
 def _register_plugin_models(registry_module) -> None:
-    # Public API (lazy placeholders): nothing is imported until a model is asked for by name.
-    # The built-in table is loaded first: the harness fills it only while the registry is empty.
-    import lm_eval.models  # noqa: F401
-
-    for name, target in plugin_models().items():
-        if name not in registry_module.model_registry:
-            registry_module.model_registry.register(name, target=target)
+    # Public API, as #4013's load_plugins does it once the built-in table is registered: each entry point
+    # as a lazy placeholder (its module is imported only when a run names the model), never over a name
+    # already taken.
+    for point in plugin_models():
+        if point.name not in registry_module.model_registry:
+            registry_module.model_registry.register(point.name, target=point)
 
 
 # -- 2. request types -------------------------------------------------------------------------

@@ -20,7 +20,7 @@ LAYERS = [
     {"lm_eval_ext.conversation", "lm_eval_ext.judge"},
     # the harness boundary (task base class, request types, discovery)
     {"lm_eval_ext.startup_hook", "lm_eval_ext.autoload", "lm_eval_ext.boundary", "lm_eval_ext.task_base", "lm_eval_ext.answers", "lm_eval_ext.judge.harness",
-     "lm_eval_ext.models", "lm_eval_ext.testing", "lm_eval_ext.user_errors", "lm_eval_ext.interrupts"},
+     "lm_eval_ext.models", "lm_eval_ext.user_errors", "lm_eval_ext.interrupts"},
     # the benchmarks: data -> prompts -> tasks -> scoring
     {"lm_eval_ext.lieder", "lm_eval_ext.litm", "lm_eval_ext.magnifico", "lm_eval_ext.elitr"},
     # reading results, published numbers

@@ -19,8 +19,10 @@ from pathlib import Path
 
 import pytest
 
+from doubles import LM_EVAL, LM_EVAL_EXT
+from doubles.stub_openai import StubOpenAIServer
 from helpers.judge import answering_the_probe, judge_calls
-from lm_eval_ext.testing.stub_openai import StubOpenAIServer
+from helpers.runs import harness_env
 
 KEY_ENV = "LMX_INTERRUPT_KEY"
 KEY = "sk-interrupt-test-key-0123456789abcdef"
@@ -57,7 +59,7 @@ def _command(tmp_path: Path, program: list[str], srv) -> list[str]:
 
 def _interrupted(tmp_path: Path, program: list[str], signum: int, srv) -> tuple[int, str]:
     """Run ``program`` until the stub has seen a judge call, send ``signum``; the exit status and stderr."""
-    env = {**os.environ, KEY_ENV: KEY, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+    env = harness_env({KEY_ENV: KEY})
     log = tmp_path / "stderr.txt"
     with log.open("w") as stderr:
         proc = subprocess.Popen(_command(tmp_path, program, srv), env=env, cwd=tmp_path, stdout=subprocess.DEVNULL,
@@ -88,15 +90,14 @@ def _resumed(run_cli, tmp_path: Path, run: Path) -> dict:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("program,signum,status,what", [
-    (["lm_eval", "run"], signal.SIGINT, 130, "Ctrl-C (SIGINT)"),
-    (["lm-eval-ext", "run"], signal.SIGTERM, 143, "SIGTERM"),
-])
+    ([*LM_EVAL, "run"], signal.SIGINT, 130, "Ctrl-C (SIGINT)"),
+    ([*LM_EVAL_EXT, "run"], signal.SIGTERM, 143, "SIGTERM"),
+], ids=["lm_eval", "lm-eval-ext"])
 def test_a_signal_while_judging_names_the_resume_command(run_cli, data_dir, tmp_path, program, signum, status, what):
     gate = threading.Event()
     with StubOpenAIServer(responder=_gated_judge(gate), models=()) as srv:
         try:
-            code, stderr = _interrupted(tmp_path, [str(Path(sys.executable).parent / program[0]), *program[1:]],
-                                        signum, srv)
+            code, stderr = _interrupted(tmp_path, program, signum, srv)
         finally:
             gate.set()
         assert code == status, stderr[-3000:]

@@ -10,14 +10,15 @@ import subprocess
 import sys
 import textwrap
 import time
-from pathlib import Path
 
 import pytest
 
 from lm_eval_ext.judge import JudgeItem, resolve_config
 from lm_eval_ext.judge.batch import JudgeBatchDetached, read_output, request_lines, split
 from lm_eval_ext.judge.runner import Judge
-from lm_eval_ext.testing.stub_openai import StubOpenAIServer
+from doubles import LM_EVAL_EXT
+from doubles.stub_openai import StubOpenAIServer
+from helpers.runs import harness_env
 
 KEY_ENV = "LMX_TEST_JUDGE_KEY"
 KEY = "sk-lmx-batch-test-key-0123456789"
@@ -76,7 +77,6 @@ def test_a_batch_that_finishes_judges_everything_and_a_rerun_sends_nothing(tmp_p
 
 
 def test_failed_and_expired_items_are_sent_again_live(tmp_path):
-    failing = {}
     with StubOpenAIServer(responder=score, batch={"fail": lambda key, body: "r2" in body["messages"][-1]["content"]
                                                  or "r4" in body["messages"][-1]["content"]}) as srv:
         _, results = judge(srv, tmp_path, 6)
@@ -201,8 +201,7 @@ def test_a_run_killed_mid_poll_is_finished_by_resume_paying_nothing_twice(run_cl
                  f"judge_base_url={srv.base_url}", f"judge_api_key_env={KEY_ENV}",
                  f"judge_cache={tmp_path / 'cache.sqlite'}", f"answers_dir={answers}", "judge_batch=true",
                  "judge_batch_poll=0.01"]
-        proc = subprocess.Popen([str(Path(sys.executable).parent / "lm-eval-ext"), "run", *flags],
-                                env={**os.environ, KEY_ENV: KEY, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"},
+        proc = subprocess.Popen([*LM_EVAL_EXT, "run", *flags], env=harness_env({KEY_ENV: KEY}),
                                 cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 600
         while srv.batch_api.retrievals < 3 and proc.poll() is None and time.monotonic() < deadline:

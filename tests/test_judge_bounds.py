@@ -20,7 +20,8 @@ from lm_eval_ext.judge.client import CallBudget, JudgeClient, TransientError
 from lm_eval_ext.judge.errors import JudgeUnreachableError
 from lm_eval_ext.judge.probe import probe
 from lm_eval_ext.judge.runner import Judge
-from lm_eval_ext.testing.stub_openai import StubOpenAIServer
+from doubles import LM_EVAL_EXT
+from doubles.stub_openai import StubOpenAIServer
 from helpers.judge import FAKE_KEY, KEY_ENV, config, items, score_by_index
 from helpers.judge_toy import judge_scoring_all, results_and_samples, write_task_dir
 
@@ -164,7 +165,7 @@ def test_a_judge_that_hangs_after_the_probe_stops_the_run_and_resume_finishes_it
     out, cache = tmp_path / "out", tmp_path / "judge_cache.sqlite"
     with StubOpenAIServer(responder=judge_scoring_all, fault_sequence=[None], faults={"trickle": 1.0},
                           models=()) as srv:
-        proc = run_cli(["lm-eval-ext", "run", "--model", "ext-canned-gen",
+        proc = run_cli([*LM_EVAL_EXT, "run", "--model", "ext-canned-gen",
                         "--model_args", f"responses={tmp_path / 'responses.json'}", "--tasks", "judged_toy",
                         "--include_path", str(folder), "--output_path", str(out), "--log_samples",
                         "--metadata", f"judge_base_url={srv.base_url}", f"judge_api_key_env={KEY_ENV}",

@@ -20,7 +20,8 @@ import pytest
 from lm_eval_ext.judge import JudgeItem, resolve_config
 from lm_eval_ext.judge.errors import JudgeCacheError
 from lm_eval_ext.judge.runner import Judge
-from lm_eval_ext.testing.stub_openai import StubOpenAIServer
+
+from doubles.stub_openai import StubOpenAIServer
 
 KEY_ENV = "LMX_TEST_JUDGE_KEY"
 PAGE = 4096

@@ -16,9 +16,10 @@ from pathlib import Path
 
 import pytest
 
+from doubles import LM_EVAL_EXT
+from doubles.stub_openai import StubOpenAIServer
 from helpers.judge import is_probe, judge_calls
 from helpers.judge_toy import judge_or_answer, judge_scoring_all, results_and_samples, write_task_dir
-from lm_eval_ext.testing.stub_openai import StubOpenAIServer
 
 KEY_ENV = "LMX_TEST_JUDGE_KEY"
 FAKE_KEY = "sk-lmx-FAKE-3f9d0b7e66a14c21-DO-NOT-LEAK"
@@ -71,7 +72,7 @@ def test_judged_task_in_process(task_dir, tmp_path, monkeypatch):
 
 
 def _stub_tokens(text: str) -> int:
-    return math.ceil(len(text) / 4)  # how the stub counts (lm_eval_ext/testing/stub_openai.py)
+    return math.ceil(len(text) / 4)  # how the stub counts (tests/doubles/stub_openai.py)
 
 
 def test_a_fully_judged_task_has_its_mean_score_and_its_cost(task_dir, tmp_path, monkeypatch):
@@ -132,7 +133,7 @@ def test_lm_eval_ext_run_and_secrets(task_dir, tmp_path, run_cli):
     # the probe (first POST) gets a clean reply; the judging that follows, rate limits and server errors
     with StubOpenAIServer(responder=judge_or_answer, faults={"429": 0.2, "500": 0.1}, retry_after="0.01",
                           fault_sequence=[None], models=()) as srv:
-        proc = run_cli(["lm-eval-ext", "run", "--model", "ext-canned-gen",
+        proc = run_cli([*LM_EVAL_EXT, "run", "--model", "ext-canned-gen",
                         "--model_args", f"responses={tmp_path / 'responses.json'}", "--tasks", "judged_toy",
                         "--include_path", str(task_dir), "--output_path", str(out), "--log_samples",
                         "--verbosity", "DEBUG",
@@ -177,7 +178,7 @@ def test_unreachable_judge_in_a_run_is_one_paragraph(task_dir, tmp_path, run_cli
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    proc = run_cli(["lm-eval-ext", "run", "--model", "ext-canned-gen",
+    proc = run_cli([*LM_EVAL_EXT, "run", "--model", "ext-canned-gen",
                     "--model_args", f"responses={tmp_path / 'responses.json'}", "--tasks", "judged_toy",
                     "--include_path", str(task_dir),
                     "--metadata", f"judge_base_url=http://127.0.0.1:{port}/v1", f"judge_api_key_env={KEY_ENV}",

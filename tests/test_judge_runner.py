@@ -21,7 +21,7 @@ from lm_eval_ext.judge import JudgeItem, judge_many
 from lm_eval_ext.judge.errors import JudgeBudgetError, JudgeRequestRejected, JudgeUnreachableError
 from lm_eval_ext.judge.client import CallBudget, JudgeClient
 from lm_eval_ext.judge.runner import Judge
-from lm_eval_ext.testing.stub_openai import StubOpenAIServer
+from doubles.stub_openai import StubOpenAIServer
 from helpers.judge import FAKE_KEY, KEY_ENV, config, items, response_of, score_by_index
 
 

@@ -1,6 +1,6 @@
 """What judging costs: usage from every reply, summed per item and per batch, priced, and the cost limit.
 
-The stub counts ~4 characters per token (lm_eval_ext/testing/stub_openai.py), so every expected
+The stub counts ~4 characters per token (tests/doubles/stub_openai.py), so every expected
 figure here is computed from the requests the stub received and the replies it gave.
 """
 from __future__ import annotations
@@ -16,7 +16,8 @@ from lm_eval_ext.judge import JudgeItem, resolve_config
 from lm_eval_ext.judge.errors import JudgeConfigError
 from lm_eval_ext.judge.runner import Judge
 from lm_eval_ext.judge.usage import METER, JudgeCostLimitError, add_up
-from lm_eval_ext.testing.stub_openai import StubOpenAIServer
+from doubles import LM_EVAL_EXT
+from doubles.stub_openai import StubOpenAIServer
 
 KEY_ENV = "LMX_TEST_JUDGE_KEY"
 REPLY = "Fine. \\boxed{7}"
@@ -144,7 +145,7 @@ def test_preflight_estimate_is_within_ten_percent_of_what_the_run_spent(run_cli,
     rules = [{"contains": doc["question"].strip(), "response": f"A{k % 8 + 3}"} for k, doc in enumerate(docs[:n])]
     (tmp_path / "responses.json").write_text(json.dumps({"rules": rules, "default": None}))
     with StubOpenAIServer(responder=_feedback_judge, models=()) as srv:
-        proc = run_cli(["lm-eval-ext", "run", "--model", "ext-canned-gen", "--model_args",
+        proc = run_cli([*LM_EVAL_EXT, "run", "--model", "ext-canned-gen", "--model_args",
                         f"responses={tmp_path / 'responses.json'}", "--tasks", task, "--limit", str(n),
                         "--output_path", str(tmp_path / "out"), "--metadata",
                         f"judge_base_url={srv.base_url}", f"judge_api_key_env={KEY_ENV}",

@@ -12,7 +12,7 @@ from collections import defaultdict
 
 import pytest
 
-from lm_eval_ext.testing.stub_openai import StubOpenAIServer
+from doubles.stub_openai import StubOpenAIServer
 
 MEMBER = "generated-responses/elitr-bench-qa_test2_st_all-eval.json"
 KEY_ENV = "LMX_TEST_JUDGE_KEY"

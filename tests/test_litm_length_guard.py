@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import pytest
 
+from doubles import LM_EVAL_EXT
 from lm_eval_ext.errors import UserError
 from lm_eval_ext.prompt_length import LengthBudget, resolve_budget
 
@@ -99,7 +100,8 @@ def test_a_task_whose_every_prompt_is_too_long_stops_before_generating(run_cli, 
         # the scripted model takes no max_length: the task reads the window from --metadata as well
         model = ["--model", "ext-canned-gen", "--model_args", f"responses={responses},calls_log={tmp_path / 'calls'}",
                  "--metadata", "max_length=512", f"tokenizer={tiny_model_dir}"]
-    proc = run_cli([command, "run", *model, "--tasks", "litm_kv_75keys", "--limit", "3", "--output_path", str(out),
+    program = [*LM_EVAL_EXT] if command == "lm-eval-ext" else [command]  # the scripted model is a test double
+    proc = run_cli([*program, "run", *model, "--tasks", "litm_kv_75keys", "--limit", "3", "--output_path", str(out),
                     "--log_samples"], timeout=900)
     assert proc.returncode != 0
     assert "Task litm_kv_75keys: none of its 3 prompts fits the model's context length 512" in proc.stderr

@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from doubles import LM_EVAL, LM_EVAL_EXT
+from doubles.stub_openai import StubOpenAIServer
 from lm_eval_ext.conversation import Turn
-from lm_eval_ext.testing.stub_openai import StubOpenAIServer
 
 # qa_dev: meeting_en_dev_001 is documents 0-16, meeting_en_dev_002 17-30, meeting_en_dev_003 from 31
 FIRST_THREE_OF_THREE_MEETINGS = [0, 1, 2, 17, 18, 19, 31, 32, 33]
@@ -214,7 +215,7 @@ def test_tiny_hf_model_turns_hold_its_own_answers(tiny_model_dir, short_corpus, 
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("command", [["lm_eval", "run"], ["lm-eval-ext", "run"]])
+@pytest.mark.parametrize("command", [[*LM_EVAL, "run"], [*LM_EVAL_EXT, "run"]], ids=["lm_eval", "lm-eval-ext"])
 def test_both_commands_run_multi_turn_with_a_plain_model(run_cli, data_dir, tmp_path, command):
     model = canned_model(tmp_path, data_dir)
     out = tmp_path / "out"

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
 import signal
 import subprocess
@@ -19,8 +18,10 @@ from pathlib import Path
 
 import pytest
 
+from doubles import LM_EVAL, LM_EVAL_EXT
+from doubles.stub_openai import StubOpenAIServer
 from helpers.judge import answering_the_probe, is_probe, judge_calls
-from lm_eval_ext.testing.stub_openai import StubOpenAIServer
+from helpers.runs import harness_env
 
 pytestmark = pytest.mark.slow
 
@@ -74,10 +75,9 @@ def _generations(tmp_path: Path) -> int:
 
 def test_judging_killed_midway_is_finished_by_resume(run_cli, data_dir, tmp_path):
     flags, answers = _setup(tmp_path)
-    env = {**os.environ, KEY_ENV: KEY, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+    env = harness_env({KEY_ENV: KEY})
     with StubOpenAIServer(responder=answering_the_probe(scores), models=(), delay_s=0.5) as srv:
-        proc = subprocess.Popen([str(Path(sys.executable).parent / "lm-eval-ext"), "run", *flags,
-                                 *_metadata(srv, tmp_path, answers)], env=env, cwd=tmp_path,
+        proc = subprocess.Popen([*LM_EVAL_EXT, "run", *flags, *_metadata(srv, tmp_path, answers)], env=env, cwd=tmp_path,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         deadline = time.monotonic() + 300
         while len(judge_calls(srv)) < 3 and time.monotonic() < deadline and proc.poll() is None:
@@ -114,7 +114,7 @@ def test_lm_eval_ext_run_keeps_the_answers_the_judge_failed_on(run_cli, data_dir
     flags, answers = _setup(tmp_path)
     sequence = [None, None, None, "500"]  # the probe, A3, A4, then a server error for A5
     with StubOpenAIServer(responder=answering_the_probe(scores), models=(), fault_sequence=sequence) as srv:
-        proc = run_cli(["lm-eval-ext", "run", *flags, *_metadata(srv, tmp_path, answers, judge_retries=0)],
+        proc = run_cli([*LM_EVAL_EXT, "run", *flags, *_metadata(srv, tmp_path, answers, judge_retries=0)],
                        env={KEY_ENV: KEY}, timeout=600)
         assert proc.returncode == 0, proc.stderr[-3000:]
         (run,) = answers.iterdir()
@@ -136,8 +136,8 @@ def test_a_resumed_run_is_the_same_run_in_results_report_and_export(run_cli, dat
     # one at a time, in order: the probe, then A3, A4, A5 (a server error), A6, A7, A8
     sequence = [None, None, None, "500"]
     with StubOpenAIServer(responder=answering_the_probe(scores), models=(), fault_sequence=sequence) as srv:
-        proc = run_cli(["lm_eval", "run", *flags, *_metadata(srv, tmp_path, answers, judge_retries=0,
-                                                             max_length=10**6)],
+        proc = run_cli([*LM_EVAL, "run", *flags, *_metadata(srv, tmp_path, answers, judge_retries=0,
+                                                           max_length=10**6)],
                        env={KEY_ENV: KEY}, timeout=600)
         assert proc.returncode == 0, proc.stderr[-3000:]
         (first,) = _results(tmp_path / "out")
@@ -190,7 +190,7 @@ def test_a_judge_lost_during_the_run_names_the_command_that_finishes(run_cli, da
     # the probe and two verdicts come through; then the judge drops every connection
     sequence = [None, None, None] + ["drop"] * 40
     with StubOpenAIServer(responder=answering_the_probe(scores), models=(), fault_sequence=sequence) as srv:
-        proc = run_cli(["lm-eval-ext", "run", *flags, *_metadata(srv, tmp_path, answers, judge_retries=1,
+        proc = run_cli([*LM_EVAL_EXT, "run", *flags, *_metadata(srv, tmp_path, answers, judge_retries=1,
                                                                    judge_retry_wait=0.01)],
                        env={KEY_ENV: KEY}, timeout=600)
         assert proc.returncode == 2 and "Traceback" not in proc.stderr
@@ -223,7 +223,7 @@ def test_results_that_cannot_be_written_fail_the_run_and_resume_writes_them(run_
     flags = ["--model", "ext-loglik-table", "--model_args", f"table={table}", "--tasks", "lieder_base", "--limit", "4",
              "--metadata", json.dumps({"answers_dir": str(answers)})]
     # 16 kB: the answers fit, the results file (larger) is cut short
-    proc = run_cli([*_full_disk(16384), "lm-eval-ext", "run", *flags, "--output_path", tmp_path / "out"])
+    proc = run_cli([*_full_disk(16384), *LM_EVAL_EXT, "run", *flags, "--output_path", tmp_path / "out"])
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
     (cut,) = (tmp_path / "out").rglob("results_*.json.incomplete")
     assert cut.stat().st_size == 16384 and not list((tmp_path / "out").rglob("results_*.json"))
@@ -235,7 +235,7 @@ def test_results_that_cannot_be_written_fail_the_run_and_resume_writes_them(run_
     resumed = run_cli(["lm-eval-ext", "resume", saved, "--output_path", tmp_path / "again"])
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     (written,) = _results(tmp_path / "again")
-    direct = run_cli(["lm-eval-ext", "run", *flags, "--output_path", tmp_path / "direct"])
+    direct = run_cli([*LM_EVAL_EXT, "run", *flags, "--output_path", tmp_path / "direct"])
     assert direct.returncode == 0, direct.stderr[-3000:]
     (expected,) = _results(tmp_path / "direct")
     assert written["results"] == expected["results"] and written["n-samples"] == expected["n-samples"]
@@ -251,7 +251,7 @@ def test_samples_that_cannot_be_written_fail_the_run_and_resume_writes_them(run_
     flags = ["--model", "ext-loglik-table", "--model_args", f"table={table}", "--tasks", "lieder_base", "--limit", "4",
              "--log_samples", "--metadata", json.dumps({"answers_dir": str(answers)})]
     # 24 kB: the answers and the results file (about 21 kB) fit, the samples file (about 32 kB) does not
-    proc = run_cli([*_full_disk(24576), "lm-eval-ext", "run", *flags, "--output_path", tmp_path / "out"])
+    proc = run_cli([*_full_disk(24576), *LM_EVAL_EXT, "run", *flags, "--output_path", tmp_path / "out"])
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
     (results,) = (tmp_path / "out").rglob("results_*.json")
     json.loads(results.read_text())  # whole

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from doubles import LM_EVAL_EXT
 from lm_eval_ext.magnifico.execution import GOLD_RETRY_FACTOR, ExecutionOptions, Scorer
 from lm_eval_ext.magnifico.task import split_scorable
 from lm_eval_ext.sql import Limits, SandboxPool, connect_readonly, run_query
@@ -127,7 +128,7 @@ def _task_rules(data_dir: Path) -> tuple[list[dict], dict[str, bool]]:
 
 def _run_task(run_cli, tmp_path: Path, name: str, responses: Path) -> list[dict]:
     out = tmp_path / name
-    proc = run_cli(["lm-eval-ext", "run", "--model", "ext-canned-gen", "--model_args", f"responses={responses}",
+    proc = run_cli([*LM_EVAL_EXT, "run", "--model", "ext-canned-gen", "--model_args", f"responses={responses}",
                     "--tasks", "magnifico_direct_base", "--confirm_run_unsafe_code", "--metadata",
                     "interpretations=maximum", "budget=4000000", "--output_path", str(out), "--log_samples"],
                    timeout=900)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from doubles import LM_EVAL
 from lm_eval_ext.errors import UserError
 from lm_eval_ext.user_errors import PREFIX, plugin_error
 
@@ -39,7 +40,7 @@ def _paragraph(proc) -> str:
 def _judged(run_cli, tmp_path: Path, metadata: dict):
     metadata = {"judge_base_url": "http://127.0.0.1:9/v1", "judge_api_key_env": KEY_ENV, "judge_cache": "none",
                 **metadata}
-    return run_cli(["lm_eval", "run", *_canned(tmp_path), "--tasks", JUDGED, "--limit", "2",
+    return run_cli([*LM_EVAL, "run", *_canned(tmp_path), "--tasks", JUDGED, "--limit", "2",
                     "--metadata", json.dumps(metadata)], env={KEY_ENV: KEY}, timeout=600)
 
 
@@ -71,10 +72,10 @@ def test_bad_judge_template(run_cli, data_dir, tmp_path):
 @pytest.mark.slow
 def test_judge_key_advice_names_the_harness_flag(run_cli, data_dir, tmp_path):
     """The key's variable is set with --metadata under lm_eval (`--judge-api-key-env` exists on `check` only)."""
-    proc = run_cli(["lm_eval", "run", *_canned(tmp_path), "--tasks", JUDGED, "--limit", "2", "--metadata",
+    proc = run_cli([*LM_EVAL, "run", *_canned(tmp_path), "--tasks", JUDGED, "--limit", "2", "--metadata",
                     json.dumps({"judge_api_key_env": KEY_ENV, "judge_cache": "none"})], timeout=600)
     paragraph = _paragraph(proc)
-    assert f"""name another variable with --metadata '{{"judge_api_key_env": "NAME"}}'""" in paragraph
+    assert """name another variable with --metadata '{"judge_api_key_env": "NAME"}'""" in paragraph
     assert "--judge-api-key-env" not in paragraph
 
 
@@ -84,7 +85,7 @@ def test_missing_data_files(run_cli, tmp_path):
     empty.mkdir()
     table = tmp_path / "table.json"
     table.write_text(json.dumps({"entries": [], "default": -1.0}))
-    proc = run_cli(["lm_eval", "run", "--model", "ext-loglik-table", "--model_args", f"table={table}",
+    proc = run_cli([*LM_EVAL, "run", "--model", "ext-loglik-table", "--model_args", f"table={table}",
                     "--tasks", "lieder_base", "--limit", "2"],
                    env={"LM_EVAL_EXT_DATA_DIR": str(empty), "LM_EVAL_EXT_OFFLINE": "1"}, timeout=600)
     assert "Dataset 'lieder': file 'stimuli/base/base_stimuli.jsonl' was not found" in _paragraph(proc)
@@ -154,7 +155,7 @@ def _harness_traceback(proc) -> str:
 
 @pytest.mark.slow
 def test_an_unknown_task_name_is_the_harness_business(run_cli, tmp_path):
-    proc = run_cli(["lm_eval", "run", *_canned(tmp_path), "--tasks", "lieder_base,no_such_task"], timeout=600)
+    proc = run_cli([*LM_EVAL, "run", *_canned(tmp_path), "--tasks", "lieder_base,no_such_task"], timeout=600)
     traceback = _harness_traceback(proc)
     assert traceback.rstrip().splitlines()[-1].startswith("ValueError: Tasks not found: no_such_task")
 
@@ -164,7 +165,7 @@ def test_an_error_of_the_harness_inside_a_plugin_task_is_shown_unchanged(run_cli
     """--limit 0: the plugin's task is built (so its hook is in place), then the harness stops the run itself."""
     table = tmp_path / "table.json"
     table.write_text(json.dumps({"entries": [], "default": -1.0}))
-    proc = run_cli(["lm_eval", "run", "--model", "ext-loglik-table", "--model_args", f"table={table}", "--tasks",
+    proc = run_cli([*LM_EVAL, "run", "--model", "ext-loglik-table", "--model_args", f"table={table}", "--tasks",
                     "lieder_base", "--limit", "0"], timeout=600)
     traceback = _harness_traceback(proc)
     assert "lm_eval_ext/task_base.py" in traceback  # raised through the plugin's task: its hook was installed

@@ -7,7 +7,6 @@ and exits 0 when every check passed, 2 otherwise. lm_eval_ext/commands/preflight
 from __future__ import annotations
 
 import argparse
-import sys
 
 from .. import boundary
 from ..judge.cli import add_judge_options, judge_flags_as_metadata

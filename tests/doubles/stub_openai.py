@@ -80,7 +80,7 @@ For each of these two the request's entry records ``sent`` (body bytes written) 
 ``fail_status=401`` (any 4xx/5xx) makes every POST fail with that status.
 
 In its own process (benchmarks, so that its CPU time is not the client's):
-``python -m lm_eval_ext.testing.stub_openai --delay 0.5 --jitter 1.5`` prints the base URL and
+``python -m doubles.stub_openai --delay 0.5 --jitter 1.5`` prints the base URL and
 serves until its stdin closes.
 """
 
@@ -698,7 +698,7 @@ class BatchAPI:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """``python -m lm_eval_ext.testing.stub_openai [--delay S] [--jitter S] [--text T]``: serve until stdin closes.
+    """``python -m doubles.stub_openai [--delay S] [--jitter S] [--text T]``: serve until stdin closes.
 
     Prints the base URL on the first line of stdout. Benchmarks run the stub in its own process
     this way, so that its CPU time is not counted as the client's.
