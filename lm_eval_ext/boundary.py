@@ -24,6 +24,7 @@ from __future__ import annotations
 import functools
 import importlib
 import importlib.metadata
+import inspect
 import logging
 from pathlib import Path
 from typing import NamedTuple
@@ -232,6 +233,132 @@ def task_index(include_path=None, include_defaults: bool = True) -> dict[str, In
         else:
             index[name] = IndexEntry("task", (), entry.cfg or {})
     return index
+
+
+# -- 4. what differs between the supported harness versions -----------------------------------
+#
+# Feature detection, never version numbers: each flag says how the installed harness does one thing
+# the plugin depends on, found by importing and inspecting (signatures, attributes, small probes).
+# lm_eval_ext.task_base.ExtTask adapts to each flag; missing_internals() checks that what each flag
+# says holds on this harness (a wrong flag, or a harness that moved on, is named there).
+
+
+class HarnessFeatures(NamedTuple):
+    """How the installed harness does what differs between lm-eval 0.4 and the 0.5 refactor."""
+
+    instance_keywords: bool  # Instance(task_name=, doc_id=, repeats=) rather than metadata=(task, doc_id, repeats)
+    doc_id_keyword: bool  # construct_requests gets doc_id= rather than metadata=(task, doc_id, repeats)
+    per_type_task_classes: bool  # ConfigurableTask is an abstract base; a class per output type builds requests
+    lazy_documents: bool  # a task loads its documents when first read, not in __init__ (no task_docs)
+    scorers: bool  # metrics are scorer objects built from filter_list + metric_list and the output type
+    filters_list_per_doc: bool  # a filter step returns a list per document (take_first: [r[0]], not r[0])
+    filter_options_in_kwargs: bool  # TaskConfig moves a filter step's options under "kwargs"
+    private_task_index: bool  # the TaskManager's index is _task_index (was task_index)
+
+
+@functools.cache
+def features() -> HarnessFeatures:
+    """The installed harness's :class:`HarnessFeatures` (detected once per process)."""
+    from lm_eval.api.task import ConfigurableTask
+    from lm_eval.tasks import TaskManager
+
+    construct = ConfigurableTask.construct_requests
+    step = _probe_filter_step()
+    return HarnessFeatures(
+        instance_keywords=_probe_instance(keywords=True).doc_id == 7,
+        doc_id_keyword="doc_id" in inspect.signature(construct).parameters,
+        per_type_task_classes=bool(getattr(construct, "__isabstractmethod__", False)),
+        lazy_documents=isinstance(inspect.getattr_static(ConfigurableTask, "dataset", None), property),
+        scorers=callable(getattr(ConfigurableTask, "_build_scorers", None)),
+        filters_list_per_doc=_probe_take_first() == [["a"]],
+        filter_options_in_kwargs=step.get("kwargs") == {"probe": 1},
+        private_task_index=not hasattr(TaskManager, "task_index") and hasattr(TaskManager, "_task_index"),
+    )
+
+
+def _probe_instance(keywords: bool):
+    from lm_eval.api.instance import Instance
+
+    identity = {"task_name": "probe", "doc_id": 7, "repeats": 1} if keywords else {"metadata": ("probe", 7, 1)}
+    return Instance(request_type="generate_until", doc={}, arguments=("", {}), idx=0, **identity)
+
+
+def _probe_take_first() -> list:
+    from lm_eval.filters import build_filter_ensemble
+
+    return [list(r) if isinstance(r, (list, tuple)) else r
+            for r in build_filter_ensemble("probe", [["take_first", None]]).filters[0]().apply([["a", "b"]], [{}])]
+
+
+def _task_config_class():
+    # Private on 0.5 (lm_eval.config.task); 0.4 keeps it beside the task classes.
+    try:
+        from lm_eval.config.task import TaskConfig
+    except ImportError:
+        from lm_eval.api.task import TaskConfig
+    return TaskConfig
+
+
+def _probe_filter_step() -> dict:
+    config = _task_config_class()(task="probe", output_type="generate_until", generation_kwargs={"until": ["\n"]},
+                                  filter_list=[{"name": "n", "filter": [{"function": "take_first", "probe": 1}]}])
+    return dict(config.filter_list[0]["filter"][0])
+
+
+def new_instance(request_type: str, doc: dict, arguments: tuple, idx: int, *, task_name: str, doc_id: int,
+                 repeats: int = 1, **fields):
+    """A harness ``Instance`` for document ``doc_id`` of task ``task_name``, on every supported harness."""
+    from lm_eval.api.instance import Instance
+
+    identity = {"task_name": task_name, "doc_id": doc_id, "repeats": repeats} if features().instance_keywords \
+        else {"metadata": (task_name, doc_id, repeats)}
+    return Instance(request_type=request_type, doc=doc, arguments=arguments, idx=idx, **identity, **fields)
+
+
+def filter_step_options(step: dict) -> dict:
+    """The options a task YAML gives one ``filter_list`` step (beside ``function``), wherever TaskConfig keeps them."""
+    if features().filter_options_in_kwargs:
+        return dict(step.get("kwargs") or {})
+    return {key: value for key, value in step.items() if key != "function"}
+
+
+def unlisted(response):
+    """One document's filtered response as 0.4 filters give it: the 0.5 filters' list of one, unwrapped."""
+    if features().filters_list_per_doc and isinstance(response, (list, tuple)) and len(response) == 1:
+        return response[0]
+    return response
+
+
+def sample_filtered_response(sample: dict, key: str):
+    """A samples file line's ``filtered_resps`` value for filter ``key`` (or its only one when ``key`` is None),
+    in the 0.4 layout: 0.5 harnesses nest each request's filtered response one list deeper."""
+    responses = sample.get("filtered_resps")
+    if isinstance(responses, dict):
+        responses = responses[key] if key is not None else next(iter(responses.values()))
+    if isinstance(responses, list) and responses and all(isinstance(r, list) and len(r) == 1 for r in responses):
+        return [r[0] for r in responses]
+    return responses
+
+
+def resolve_max_length(model_config, tokenizer, default: int) -> int:
+    """The context length the hf adapter gives a model with this config and tokenizer.
+
+    lm-eval 0.4.13 has it as ``lm_eval.models.utils.resolve_max_length``; 0.4.12 and 0.5 compute it
+    inside ``HFLM.max_length``, in the same order, done here alike.
+    """
+    try:
+        from lm_eval.models.utils import resolve_max_length as harness_resolve
+    except ImportError:
+        harness_resolve = None
+    if harness_resolve is not None:
+        return harness_resolve(model_config, tokenizer, default=default)
+    for attribute in ("n_positions", "max_position_embeddings", "n_ctx"):
+        if hasattr(model_config, attribute):
+            return getattr(model_config, attribute)
+    huge = 1000000000000000019884624838656  # transformers' "no limit" marker
+    if getattr(tokenizer, "model_max_length", huge) != huge:
+        return tokenizer.model_max_length
+    return default
 
 
 # -- the check ----------------------------------------------------------------------------------

@@ -29,6 +29,7 @@ so that the prompt fit). JSON, because the harness writes responses to its sampl
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import logging
 from collections import defaultdict
@@ -134,8 +135,6 @@ def run_conversations(requests, generate: Callable[[list], list[str]], chat_temp
     ``generate`` is the model's ``generate_until`` (a list of ``generate_until`` Instances -> their
     texts); ``chat_template`` its ``apply_chat_template``, used by turns that ask for it.
     """
-    from lm_eval.api.instance import Instance
-
     turns = [Turn.from_request(request.args[0]) for request in requests]
     longest: dict[str, Turn] = {}
     asked: dict[str, dict[int, object]] = defaultdict(dict)
@@ -162,9 +161,9 @@ def run_conversations(requests, generate: Callable[[list], list[str]], chat_temp
             chat = chat_template if longest[cid].chat else None
             messages, dropped = _fit(longest[cid], t, answers[cid], gen_kwargs, chat, too_long)
             prepared.append((cid, messages, dropped))
-            batch.append(Instance(request_type="generate_until", doc=request.doc, arguments=(render(messages, chat),
-                                  gen_kwargs), idx=request.idx, metadata=(request.task_name, request.doc_id,
-                                                                          request.repeats)))
+            # the turn request as a generate_until request (same document and identity, no responses yet)
+            batch.append(dataclasses.replace(request, request_type="generate_until",
+                                             arguments=(render(messages, chat), gen_kwargs), resps=[], filtered_resps={}))
         if too_long:
             _raise_too_long(too_long, t)
         for (cid, messages, dropped), output in zip(prepared, generate(batch), strict=True):
