@@ -48,7 +48,8 @@ from lm_eval.api.task import ConfigurableTask
 from lm_eval.filters import build_filter_ensemble
 
 from . import answers
-from .boundary import CONVERSATION, WITHHELD, features, filter_step_options, install_request_types, new_instance, unlisted
+from .boundary import (CONVERSATION, WITHHELD, check_harness, features, filter_step_options, install_request_types,
+                       new_instance, unlisted)
 from .errors import UserError
 
 BYPASS = "bypass"  # the harness's metric under --predict_only
@@ -82,6 +83,7 @@ class ExtTask(ConfigurableTask):
     """A ConfigurableTask with subset metrics, request review and run-aware filters (module docstring)."""
 
     def __init__(self, config: dict | None = None, **kwargs) -> None:
+        check_harness()
         # `class` selects this class in the YAML; it is not a TaskConfig field.
         config = {key: value for key, value in (config or {}).items() if key != "class"}
         # The metric_list metrics come from this class's process_results; naming it in the config
