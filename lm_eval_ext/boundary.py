@@ -332,27 +332,6 @@ def unlisted(response):
     return response
 
 
-def resolve_max_length(model_config, tokenizer, default: int) -> int:
-    """The context length the hf adapter gives a model with this config and tokenizer.
-
-    lm-eval 0.4.13 has it as ``lm_eval.models.utils.resolve_max_length``; 0.4.12 and 0.5 compute it
-    inside ``HFLM.max_length``, in the same order, done here alike.
-    """
-    try:
-        from lm_eval.models.utils import resolve_max_length as harness_resolve
-    except ImportError:
-        harness_resolve = None
-    if harness_resolve is not None:
-        return harness_resolve(model_config, tokenizer, default=default)
-    for attribute in ("n_positions", "max_position_embeddings", "n_ctx"):
-        if hasattr(model_config, attribute):
-            return getattr(model_config, attribute)
-    huge = 1000000000000000019884624838656  # transformers' "no limit" marker
-    if getattr(tokenizer, "model_max_length", huge) != huge:
-        return tokenizer.model_max_length
-    return default
-
-
 def index_directories(paths) -> dict:
     """The harness's index of the task YAMLs under ``paths`` alone: name -> entry (``.kind``, raw ``.cfg``)."""
     # Private: lm_eval.tasks._index reads YAMLs without resolving their functions or loading data,
