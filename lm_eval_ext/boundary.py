@@ -4,7 +4,7 @@ Everything else in the plugin uses the harness's public API: task YAMLs, ``Confi
 methods, filters, ``lm_eval.api.registry``, ``simple_evaluate``, the ``lm_eval`` command. The
 few things no public API offers are done here, each with one line saying why and on which
 harness versions it was checked (:data:`CHECKED_ON`); :func:`missing_internals` lists the ones an
-installed harness no longer has, and a test fails on it with that list.
+installed harness no longer has or does otherwise, found by importing and inspecting it.
 
 1. Discovery (``on_harness_import``, called by :mod:`lm_eval_ext.autoload`): on releases without
    entry-point plugins, the plugin's task directory is added to every ``TaskManager`` (after the
@@ -18,6 +18,10 @@ installed harness no longer has, and a test fails on it with that list.
    not to send, e.g. a prompt longer than the model's context: answered with None, no model call).
 3. The harness's command line (``parse_run_args``) and task index (``task_index``), read by
    ``lm-eval-ext run`` and ``lm-eval-ext check`` to check a run before the model is loaded.
+4. What differs between the supported harness versions (``features``: lm-eval 0.4.12, 0.4.13 and
+   the 0.5 refactor), detected by inspecting the installed harness; :class:`lm_eval_ext.task_base.ExtTask`
+   adapts to it. :func:`check_harness` stops a run whose harness lacks an internal (:func:`guard_paragraph`)
+   and warns once on a version not in :data:`CHECKED_ON`.
 """
 from __future__ import annotations
 

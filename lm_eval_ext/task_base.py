@@ -22,12 +22,12 @@ this class adds:
   gives each process a share of the documents (:meth:`rank_documents`; a subclass may keep
   groups together) and at the end gathers each metric from every process under the names
   process 0 reports: a metric missing on process 0 is dropped, one missing elsewhere stops the
-  run (``lm_eval.evaluator.evaluate``, checked on lm-eval 0.4.12 and 0.4.13). Subset metrics,
+  run (``lm_eval.evaluator.evaluate`` of lm-eval 0.4; 0.5 gathers by doc id and needs none of this). Subset metrics,
   and documents that report no accuracy (a skipped prompt), make the names differ between
   processes. So after the filters ran, the processes exchange the names their documents report
   (``torch.distributed``), and a process lacking one receives a scored document that reports it
   from a process that has several (:func:`plan_moves`): the document's requests, responses and
-  metric values move (its values are those computed where it was generated). Every metric then
+  metric values move (its values are those computed where it was generated; it is known by its doc id). Every metric then
   has the values of every document, as in one process (summed in another order). A metric
   reported by fewer documents than there are processes cannot reach each of them: the run
   stops with an error that says so.
@@ -108,7 +108,7 @@ class ExtTask(ConfigurableTask):
             # another task's generations would be repeated. Conversation copies cost no call (each turn is
             # generated once). Only the evaluator's padding reads OUTPUT_TYPE of a task whose
             # construct_requests makes conversation requests. Private: no public API sets the padded request
-            # type. Checked on lm-eval 0.4.12, 0.4.13.
+            # type. Checked on boundary.CHECKED_ON.
             self.OUTPUT_TYPE = CONVERSATION
 
     # -- metrics ------------------------------------------------------------------------------
