@@ -120,7 +120,12 @@ class ExtTask(ConfigurableTask):
 
     def override_metric(self, metric_name: str) -> None:
         """The harness's ``--predict_only`` replaces the metrics with ``bypass`` here (every supported version)."""
-        super().override_metric(metric_name)
+        # 0.5 builds the replacing scorer for OUTPUT_TYPE, which a multi-turn task sets to the conversation type
+        padded, self.OUTPUT_TYPE = self.OUTPUT_TYPE, self.config.output_type
+        try:
+            super().override_metric(metric_name)
+        finally:
+            self.OUTPUT_TYPE = padded
         self._predict_only = metric_name == BYPASS
 
     def process_results(self, doc: dict, results: list) -> dict:

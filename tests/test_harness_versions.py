@@ -158,3 +158,18 @@ def test_an_untested_harness_version_is_one_warning_line(monkeypatch, capsys):
         boundary.check_harness.cache_clear()
     lines = capsys.readouterr().err.splitlines()
     assert len(lines) == 1 and lines[0].startswith("lm-eval-ext: warning: lm-eval 0.9.1 is not among"), lines
+
+
+def test_predict_only_keeps_the_answers_of_a_conversation_and_runs_nothing(out, tmp_path):
+    # --predict_only: no SQL is executed and no judge asked (no judge_base_url is given: a call would fail)
+    inputs = out.parent.parent
+    folder = lm_eval_run(["--model", "ext-scripted-dist", "--model_args",
+                          f"table={inputs / 'table.json'},responses={inputs / 'responses.json'}",
+                          "--tasks", "elitr_bench_qa_dev_mt,magnifico_direct_plausible", "--confirm_run_unsafe_code",
+                          "--metadata", json.dumps({"qa_markers": True}), "--limit", "2", "--predict_only"],
+                         tmp_path / "predict")
+    run = Run.load(folder)
+    for task in ("elitr_bench_qa_dev_mt", "magnifico_direct_plausible"):
+        assert {k for k in run.results["results"][task] if "," in k} == {"bypass,none", "bypass_stderr,none"}
+    turns = [json.loads(s["resps"][0][0]) for s in sorted(run.samples["elitr_bench_qa_dev_mt"], key=lambda s: s["doc_id"])]
+    assert [(t["turn"], t["text"]) for t in turns] == [(1, "meeting_en_dev_001-answer-1"), (2, "meeting_en_dev_001-answer-2")]
