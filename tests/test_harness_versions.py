@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from helpers.files import FIXTURES
+from helpers.harness import broken
 from helpers.judge import answering_the_probe
 from helpers.runs import Run, lm_eval_run
 from helpers.scripted import MAGNIFICO_GOLDS, elitr_meeting_rules, litm_kv4_rules, write_lieder_table
@@ -84,7 +85,11 @@ def same(a, b) -> bool:
 def test_every_benchmark_gives_the_same_numbers_on_this_harness(run):
     expected = json.loads((FIXTURES / "harness_versions_results.json").read_text())
     for task in TASKS:
-        got = {k: v for k, v in run.results["results"][task].items() if k not in ("alias", "name")}
+        # the documents scored, which lm-eval 0.4.12 miscounts (tests/helpers/harness.py, docs/troubleshooting.md)
+        if not broken("sample_count"):
+            assert run.results["n-samples"][task]["effective"] == expected[task]["sample_len"] == 8
+        expected[task].pop("sample_len")
+        got = {k: v for k, v in run.results["results"][task].items() if k not in ("alias", "name", "sample_len")}
         assert set(got) == set(expected[task]), (task, sorted(set(got) ^ set(expected[task])))
         wrong = {k: (got[k], v) for k, v in expected[task].items() if not same(got[k], v)}
         assert not wrong, (task, wrong)

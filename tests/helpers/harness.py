@@ -11,8 +11,15 @@ VERSION = importlib.metadata.version("lm_eval")
 DEFECTS = {
     "samples": {"0.5.0.dev1": "lm-eval 0.5.0.dev1 raises IndexError in evaluator_utils._build_logged_samples for "
                               "--samples with --log_samples"},
+    "sample_count": {"0.4.12": "lm-eval 0.4.12 writes as a task's sample_len and n-samples effective the count of "
+                                 "the last metric it aggregates (fewer for a metric only some documents report)"},
     "validate": {"0.5.0.dev1": "lm-eval 0.5.0.dev1's `lm_eval validate` reports unknown tasks as found"},
 }
+
+
+def broken(feature: str) -> bool:
+    """True when the installed harness version has the defect ``feature`` (:data:`DEFECTS`)."""
+    return VERSION in DEFECTS[feature]
 
 
 def skip_where_broken(feature: str):
