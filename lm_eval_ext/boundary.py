@@ -4,7 +4,7 @@ Everything else in the plugin uses the harness's public API: task YAMLs, ``Confi
 methods, filters, ``lm_eval.api.registry``, ``simple_evaluate``, the ``lm_eval`` command. The
 few things no public API offers are done here, each with one line saying why and on which
 harness versions it was checked (:data:`CHECKED_ON`); :func:`missing_internals` lists the ones an
-installed harness no longer has, and a test fails on it with that list.
+installed harness no longer has or does otherwise, found by importing and inspecting it.
 
 1. Discovery (``on_harness_import``, called by :mod:`lm_eval_ext.autoload`): on releases without
    entry-point plugins, the plugin's task directory is indexed by every ``TaskManager`` (after the
@@ -21,6 +21,10 @@ installed harness no longer has, and a test fails on it with that list.
    ``lm-eval-ext run`` and ``lm-eval-ext check`` to check a run before the model is loaded.
 4. The harness's log (``install_log_filter``): its warning that a task's metrics were scored on
    different numbers of documents is kept only where a group over-weights one of them.
+5. What differs between the supported harness versions (``features``: lm-eval 0.4.12, 0.4.13 and
+   the 0.5 refactor), detected by inspecting the installed harness; :class:`lm_eval_ext.task_base.ExtTask`
+   adapts to it. :func:`check_harness` stops a run whose harness lacks an internal (:func:`guard_paragraph`)
+   and warns once on a version not in :data:`CHECKED_ON`.
 """
 from __future__ import annotations
 
@@ -30,12 +34,14 @@ import importlib.metadata
 import inspect
 import logging
 import re
+import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
 log = logging.getLogger(__name__)
 
-CHECKED_ON = ("0.4.12", "0.4.13")
+CHECKED_ON = ("0.4.12", "0.4.13", "0.5.0.dev1")
 DISTRIBUTION = "lm-eval-ext"
 TASKS_GROUP, MODELS_GROUP = "lm_eval.tasks", "lm_eval.models"
 CONVERSATION = "ext_conversation"
@@ -235,8 +241,9 @@ def task_index(include_path=None, include_defaults: bool = True) -> dict[str, In
     manager = TaskManager(include_path=include_path, include_defaults=include_defaults)
     index = {}
     # Private: the index entries' kind and raw config are how a group's members are known before
-    # the group is built (which loads every member's data). Checked on CHECKED_ON.
-    for name, entry in manager.task_index.items():
+    # the group is built (which loads every member's data); 0.5 renamed the index _task_index. Checked on CHECKED_ON.
+    entries = manager._task_index if features().private_task_index else manager.task_index
+    for name, entry in entries.items():
         if entry.kind is Kind.GROUP:
             children = [c if isinstance(c, str) else c.get("task") or c.get("group")
                         for c in (entry.cfg or {}).get("task", [])]
@@ -322,11 +329,191 @@ def plugin_groups_weighting() -> tuple[frozenset[str], dict[str, set[str]]]:
     return frozenset(tasks), weighted
 
 
+# -- 5. what differs between the supported harness versions -----------------------------------
+#
+# Feature detection, never version numbers: each flag says how the installed harness does one thing
+# the plugin depends on, found by importing and inspecting (signatures, attributes, small probes).
+# lm_eval_ext.task_base.ExtTask adapts to each flag; missing_internals() checks that what each flag
+# says holds on this harness (a wrong flag, or a harness that moved on, is named there).
+
+
+class HarnessFeatures(NamedTuple):
+    """How the installed harness does what differs between lm-eval 0.4 and the 0.5 refactor."""
+
+    instance_keywords: bool  # Instance(task_name=, doc_id=, repeats=) rather than metadata=(task, doc_id, repeats)
+    doc_id_keyword: bool  # construct_requests gets doc_id= rather than metadata=(task, doc_id, repeats)
+    per_type_task_classes: bool  # ConfigurableTask is an abstract base; a class per output type builds requests
+    lazy_documents: bool  # a task loads its documents when first read, not in __init__ (no task_docs)
+    scorers: bool  # metrics are scorer objects built from filter_list + metric_list and the output type
+    filters_list_per_doc: bool  # a filter step returns a list per document (take_first: [r[0]], not r[0])
+    filter_options_in_kwargs: bool  # TaskConfig moves a filter step's options under "kwargs"
+    private_task_index: bool  # the TaskManager's index is _task_index (was task_index)
+
+
+@functools.cache
+def features() -> HarnessFeatures:
+    """The installed harness's :class:`HarnessFeatures` (detected once per process)."""
+    from lm_eval.api.task import ConfigurableTask
+    from lm_eval.tasks import TaskManager
+
+    construct = ConfigurableTask.construct_requests
+    step = _probe_filter_step()
+    return HarnessFeatures(
+        instance_keywords=_probe_instance(keywords=True).doc_id == 7,
+        doc_id_keyword="doc_id" in inspect.signature(construct).parameters,
+        per_type_task_classes=bool(getattr(construct, "__isabstractmethod__", False)),
+        lazy_documents=isinstance(inspect.getattr_static(ConfigurableTask, "dataset", None), property),
+        scorers=callable(getattr(ConfigurableTask, "_build_scorers", None)),
+        filters_list_per_doc=_probe_take_first() == [["a"]],
+        filter_options_in_kwargs=step.get("kwargs") == {"probe": 1},
+        private_task_index=not hasattr(TaskManager, "task_index") and hasattr(TaskManager, "_task_index"),
+    )
+
+
+def _probe_instance(keywords: bool):
+    from lm_eval.api.instance import Instance
+
+    identity = {"task_name": "probe", "doc_id": 7, "repeats": 1} if keywords else {"metadata": ("probe", 7, 1)}
+    return Instance(request_type="generate_until", doc={}, arguments=("", {}), idx=0, **identity)
+
+
+def _probe_take_first() -> list:
+    from lm_eval.filters import build_filter_ensemble
+
+    return [list(r) if isinstance(r, (list, tuple)) else r
+            for r in build_filter_ensemble("probe", [["take_first", None]]).filters[0]().apply([["a", "b"]], [{}])]
+
+
+def _task_config_class():
+    # Private on 0.5 (lm_eval.config.task); 0.4 keeps it beside the task classes.
+    try:
+        from lm_eval.config.task import TaskConfig
+    except ImportError:
+        from lm_eval.api.task import TaskConfig
+    return TaskConfig
+
+
+def _probe_filter_step() -> dict:
+    config = _task_config_class()(task="probe", output_type="generate_until", generation_kwargs={"until": ["\n"]},
+                                  filter_list=[{"name": "n", "filter": [{"function": "take_first", "probe": 1}]}])
+    return dict(config.filter_list[0]["filter"][0])
+
+
+def new_instance(request_type: str, doc: dict, arguments: tuple, idx: int, *, task_name: str, doc_id: int,
+                 repeats: int = 1, **fields):
+    """A harness ``Instance`` for document ``doc_id`` of task ``task_name``, on every supported harness."""
+    from lm_eval.api.instance import Instance
+
+    identity = {"task_name": task_name, "doc_id": doc_id, "repeats": repeats} if features().instance_keywords \
+        else {"metadata": (task_name, doc_id, repeats)}
+    return Instance(request_type=request_type, doc=doc, arguments=arguments, idx=idx, **identity, **fields)
+
+
+def filter_step_options(step: dict) -> dict:
+    """The options a task YAML gives one ``filter_list`` step (beside ``function``), wherever TaskConfig keeps them."""
+    if features().filter_options_in_kwargs:
+        return dict(step.get("kwargs") or {})
+    return {key: value for key, value in step.items() if key != "function"}
+
+
+def unlisted(response):
+    """One document's filtered response as 0.4 filters give it: the 0.5 filters' list of one, unwrapped."""
+    if features().filters_list_per_doc and isinstance(response, (list, tuple)) and len(response) == 1:
+        return response[0]
+    return response
+
+
+def index_directories(paths) -> dict:
+    """The harness's index of the task YAMLs under ``paths`` alone: name -> entry (``.kind``, raw ``.cfg``)."""
+    # Private: lm_eval.tasks._index reads YAMLs without resolving their functions or loading data,
+    # and indexes given folders without the built-in tasks. Checked on CHECKED_ON.
+    from lm_eval.tasks._index import TaskIndex
+
+    return TaskIndex.build(list(paths))
+
+
 # -- the check ----------------------------------------------------------------------------------
 
 
+def _code_names(function) -> set[str]:
+    """The global and attribute names ``function``'s compiled code uses (its bytecode, not its source)."""
+    code = inspect.unwrap(function).__code__
+    names, todo = set(), [code]
+    while todo:
+        code = todo.pop()
+        names |= set(code.co_names)
+        todo += [const for const in code.co_consts if inspect.iscode(const)]
+    return names
+
+
+def _instances_property_reads_the_list() -> bool:
+    from lm_eval.api.task import ConfigurableTask
+
+    probe = object.__new__(ConfigurableTask)
+    marker = [object()]
+    probe._instances = marker
+    return ConfigurableTask.instances.fget(probe) == marker
+
+
+def _scorer_takes_plugin_metrics() -> bool:
+    from lm_eval.api.metrics import Metric, mean
+    from lm_eval.scorers import build_scorer
+
+    metric = Metric(name="probe", fn=lambda *a, **k: None, output_type={"generate_until"}, aggregation=mean)
+    scorer = build_scorer(cfg={"name": "n", "filter": [], "metric_list": [metric]}, output_type="generate_until")
+    numbers, count = scorer.aggregate({0: {"probe": 1.0}, 1: {"probe": 0.0}}, bootstrap_iters=0)
+    return numbers.get("probe,n") == 0.5 and count == 2 and hasattr(scorer, "reduced_docs")
+
+
+def _feature_checks(found: HarnessFeatures) -> list[tuple[str, Callable[[], bool]]]:
+    """(internal, check) for the way ``found`` says this harness does each thing (section 4)."""
+    from lm_eval.api.task import ConfigurableTask
+    from lm_eval.tasks import TaskManager
+
+    construct = inspect.signature(ConfigurableTask.construct_requests).parameters
+    keyword_only = [name for name, p in construct.items() if p.kind is inspect.Parameter.KEYWORD_ONLY]
+    return [
+        ("lm_eval.api.instance.Instance(task_name=, doc_id=, repeats=)" if found.instance_keywords else
+         "lm_eval.api.instance.Instance(metadata=(task_name, doc_id, repeats))",
+         lambda: _probe_instance(keywords=found.instance_keywords).doc_id == 7),
+        ("ConfigurableTask.construct_requests(doc, ctx, *, doc_id, ...)" if found.doc_id_keyword else
+         "ConfigurableTask.construct_requests(doc, ctx, **kwargs) given metadata=(task_name, doc_id, repeats)",
+         lambda: ("doc_id" in keyword_only) == found.doc_id_keyword),
+        ("lm_eval.api.task: ConfigurableTask an abstract base, Task._registry of one class per output type"
+         if found.per_type_task_classes else "lm_eval.api.task.ConfigurableTask.construct_requests building requests",
+         lambda: (bool(getattr(ConfigurableTask.construct_requests, "__isabstractmethod__", False))
+                  and {"generate_until", "loglikelihood"} <= set(getattr(ConfigurableTask, "_registry", {})))
+         if found.per_type_task_classes else
+         not getattr(ConfigurableTask.construct_requests, "__isabstractmethod__", False)),
+        ("ConfigurableTask.dataset loaded when first read (eval_docs; no task_docs)" if found.lazy_documents else
+         "ConfigurableTask.__init__ loading the documents (dataset, task_docs)",
+         lambda: isinstance(inspect.getattr_static(ConfigurableTask, "dataset", None), property) == found.lazy_documents
+         and (not found.lazy_documents or isinstance(inspect.getattr_static(ConfigurableTask, "eval_docs", None),
+                                                     property))),
+        ("ConfigurableTask._build_scorers, Task.aggregate and lm_eval.scorers.build_scorer with Metric objects"
+         if found.scorers else "ConfigurableTask scoring through process_results and metric_list (no scorers)",
+         lambda: (callable(getattr(ConfigurableTask, "_build_scorers", None))
+                  and "bootstrap_iters" in inspect.signature(ConfigurableTask.aggregate).parameters
+                  and _scorer_takes_plugin_metrics()) if found.scorers else
+         not hasattr(ConfigurableTask, "_build_scorers")),
+        ("filters returning a list per document (take_first: [r[0]])" if found.filters_list_per_doc else
+         "filters returning one value per document (take_first: r[0])",
+         lambda: _probe_take_first() == ([["a"]] if found.filters_list_per_doc else ["a"])),
+        ("TaskConfig keeping a filter step's options under kwargs" if found.filter_options_in_kwargs else
+         "TaskConfig keeping a filter step's options beside function",
+         lambda: (_probe_filter_step().get("kwargs") == {"probe": 1}) if found.filter_options_in_kwargs else
+         _probe_filter_step().get("probe") == 1),
+        ("lm_eval.tasks.TaskManager._task_index" if found.private_task_index else
+         "lm_eval.tasks.TaskManager.task_index",
+         lambda: hasattr(TaskManager, "_task_index" if found.private_task_index else "task_index")),
+    ]
+
+
 def missing_internals() -> list[str]:
-    """What this module relies on that the installed harness lacks (empty when all is there)."""
+    """What the plugin relies on that the installed harness does not have or does otherwise (empty when all holds).
+
+    Checked by importing and inspecting: signatures, attributes, small probes of the harness's classes.
+    """
     missing = []
 
     def need(what: str, check) -> None:
@@ -337,30 +524,69 @@ def missing_internals() -> list[str]:
         if not ok:
             missing.append(what)
 
-    import inspect
+    try:
+        found = features()
+    except Exception as err:  # noqa: BLE001 -- a harness this far moved on is reported, not raised
+        return [f"the harness's task, request and filter classes ({type(err).__name__}: {err})"]
+    for what, check in _feature_checks(found):
+        need(what, check)
+
+    def module(name):
+        return importlib.import_module(name)
 
     need("lm_eval.tasks.manager.TaskManager.__init__(verbosity, include_path, include_defaults, metadata)",
-         lambda: list(inspect.signature(importlib.import_module("lm_eval.tasks.manager").TaskManager.__init__)
+         lambda: list(inspect.signature(module("lm_eval.tasks.manager").TaskManager.__init__)
                       .parameters)[1:5] == ["verbosity", "include_path", "include_defaults", "metadata"])
-    need("lm_eval.tasks.TaskManager.task_index entries with .kind, .cfg, .tags",
-         lambda: {"kind", "cfg", "tags"} <= set(importlib.import_module("lm_eval.tasks._index").Entry
-                                                .__dataclass_fields__))
+    need("lm_eval.tasks._index: TaskIndex.build(paths) and entries with .kind, .cfg, .tags",
+         lambda: {"kind", "cfg", "tags"} <= set(module("lm_eval.tasks._index").Entry.__dataclass_fields__)
+         and "paths" in inspect.signature(module("lm_eval.tasks._index").TaskIndex.build).parameters)
     need("lm_eval.tasks._index.Kind.GROUP / TAG",
-         lambda: {"GROUP", "TAG"} <= set(importlib.import_module("lm_eval.tasks._index").Kind.__members__))
+         lambda: {"GROUP", "TAG"} <= set(module("lm_eval.tasks._index").Kind.__members__))
     need("lm_eval._cli.harness.HarnessCLI()._parser with a 'run' command",
-         lambda: importlib.import_module("lm_eval._cli.harness").HarnessCLI()._parser.parse_args(
-             ["run", "--tasks", "x"]).tasks == ["x"])
+         lambda: module("lm_eval._cli.harness").HarnessCLI()._parser.parse_args(["run", "--tasks", "x"]).tasks == ["x"])
     need("lm_eval.api.registry.model_registry.register(name, target='module:Class')",
-         lambda: "target" in inspect.signature(importlib.import_module("lm_eval.api.registry")
-                                               .model_registry.register).parameters)
+         lambda: "target" in inspect.signature(module("lm_eval.api.registry").model_registry.register).parameters)
     need("lm_eval.api.model.hash_args and CacheHook.dbdict (the response cache)",
-         lambda: callable(importlib.import_module("lm_eval.api.model").hash_args)
-         and "self.dbdict" in inspect.getsource(importlib.import_module("lm_eval.api.model").CacheHook))
-    need("lm_eval.evaluator.evaluate dispatching requests with getattr(lm, reqtype)",
-         lambda: "getattr(lm, reqtype)" in inspect.getsource(importlib.import_module("lm_eval.evaluator").evaluate))
-    evaluate = importlib.import_module("lm_eval.evaluator").evaluate
+         lambda: callable(module("lm_eval.api.model").hash_args)
+         and module("lm_eval.api.model").CacheHook(type("CachingLM", (), {"dbdict": {"k": 1}})()).dbdict == {"k": 1})
+    evaluate = module("lm_eval.evaluator").evaluate
+    need("lm_eval.evaluator.evaluate calling the model method named by each request_type (getattr)",
+         lambda: {"getattr", "request_type"} <= _code_names(evaluate))
     need("lm_eval.evaluator.evaluate padding several processes' requests by task.OUTPUT_TYPE (task_base.py)",
-         lambda: "task.OUTPUT_TYPE" in inspect.getsource(evaluate))
+         lambda: "OUTPUT_TYPE" in _code_names(evaluate))
     need("lm_eval.api.task.Task.instances returning self._instances (task_base.py moves scored documents)",
-         lambda: "return self._instances" in inspect.getsource(importlib.import_module("lm_eval.api.task").Task.instances.fget))
+         _instances_property_reads_the_list)
+    need("ConfigurableTask.override_metric(metric_name), the harness's --predict_only",
+         lambda: "metric_name" in inspect.signature(module("lm_eval.api.task").ConfigurableTask.override_metric).parameters)
     return missing
+
+
+def harness_version() -> str:
+    """The installed lm-eval's version."""
+    return importlib.metadata.version("lm_eval")
+
+
+def guard_paragraph(missing: list[str] | None = None) -> str | None:
+    """One paragraph naming what the installed harness lacks of what the plugin relies on, or None when all holds."""
+    missing = missing_internals() if missing is None else missing
+    if not missing:
+        return None
+    return (f"lm-eval-ext cannot run its tasks on the installed lm-eval {harness_version()}: the harness no longer has "
+            f"(or does otherwise) what the plugin relies on: {'; '.join(missing)}. lm-eval-ext is checked on lm-eval "
+            f"{', '.join(CHECKED_ON)}: install one of them (pip install 'lm-eval=={CHECKED_ON[-1]}' --pre), or an "
+            "lm-eval-ext release that supports this harness.")
+
+
+@functools.cache
+def check_harness() -> None:
+    """Once per process, before a plugin task is built: stop with the guard's paragraph when an internal the plugin
+    relies on is missing; on a harness version it was not checked on, one warning line."""
+    paragraph = guard_paragraph()
+    if paragraph is not None:
+        from .errors import UserError
+
+        raise UserError(paragraph)
+    if harness_version() not in CHECKED_ON:
+        sys.stderr.write(f"lm-eval-ext: warning: lm-eval {harness_version()} is not among the versions lm-eval-ext is "
+                         f"checked on ({', '.join(CHECKED_ON)}); its internals look as expected, but check your "
+                         "numbers.\n")

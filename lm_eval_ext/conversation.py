@@ -29,6 +29,7 @@ so that the prompt fit). JSON, because the harness writes responses to its sampl
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import logging
 from collections import defaultdict
@@ -166,8 +167,6 @@ def run_conversations(requests, generate: Callable[[list], list[str]], chat_temp
 def _generate_turn(t: int, longest: dict, asked: dict, answers: dict, results: dict, generate: Callable,
                    chat_template: Callable | None) -> None:
     """Generate turn ``t`` of every conversation that has it, in one batch; record the answers."""
-    from lm_eval.api.instance import Instance
-
     active = [cid for cid, turn in longest.items() if turn.turn >= t]
     log.info("conversations: turn %d, %d conversation(s) in one batch", t, len(active))
     batch, prepared, too_long = [], [], []
@@ -178,9 +177,9 @@ def _generate_turn(t: int, longest: dict, asked: dict, answers: dict, results: d
         chat = chat_template if longest[cid].chat else None
         messages, dropped = _fit(longest[cid], t, answers[cid], gen_kwargs, chat, too_long)
         prepared.append((cid, messages, dropped))
-        batch.append(Instance(request_type="generate_until", doc=request.doc, arguments=(render(messages, chat),
-                              gen_kwargs), idx=request.idx, metadata=(request.task_name, request.doc_id,
-                                                                      request.repeats)))
+        # the turn request as a generate_until request (same document and identity, no responses yet)
+        batch.append(dataclasses.replace(request, request_type="generate_until",
+                                         arguments=(render(messages, chat), gen_kwargs), resps=[], filtered_resps={}))
     if too_long:
         _raise_too_long(too_long, t)
     for (cid, messages, dropped), output in zip(prepared, generate(batch), strict=True):

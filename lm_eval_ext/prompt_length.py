@@ -14,7 +14,7 @@ context length taken from the task metadata, which the harness fills with the ru
 - context length: ``max_length`` (the hf, vLLM and API adapters' own argument of that name,
   so the limit checked is the limit they apply), else ``max_model_len`` (vLLM), else, when
   ``pretrained`` names a model (hf, vLLM), the length the hf adapter derives from its config
-  (``lm_eval.models.utils.resolve_max_length``, default 2048);
+  (:func:`resolve_max_length`, default 2048);
 - tokenizer: ``tokenizer``, else ``pretrained``, else ``model`` (a Hugging Face tokenizer, or
   a tiktoken encoding for OpenAI model names).
 
@@ -324,8 +324,23 @@ def _counters(name: str, trust_remote_code: bool) -> _Counters:
     return _Counters(count, count)
 
 
+# A tokenizer's model_max_length when it sets none (transformers' marker, the harness's TOKENIZER_INFINITY).
+TOKENIZER_INFINITY = 1000000000000000019884624838656
+
+
+def resolve_max_length(config, tokenizer, default: int = DEFAULT_MAX_LENGTH) -> int:
+    """The context length the hf adapter gives a model: its (text) config's n_positions, max_position_embeddings
+    or n_ctx, else the tokenizer's model_max_length when set, else ``default`` (the order of lm-eval 0.4.13's
+    ``lm_eval.models.utils.resolve_max_length``; 0.4.12 and 0.5 have no such function, their HFLM the same order)."""
+    config = getattr(config, "text_config", None) or config
+    for attribute in ("n_positions", "max_position_embeddings", "n_ctx"):
+        if getattr(config, attribute, None) is not None:
+            return int(getattr(config, attribute))
+    length = getattr(tokenizer, "model_max_length", None)
+    return int(length) if length is not None and length != TOKENIZER_INFINITY else default
+
+
 def _window_from_config(pretrained: str, metadata: dict) -> int:
-    from lm_eval.models.utils import resolve_max_length
     from transformers import AutoConfig
 
     trust = bool(metadata.get("trust_remote_code", False))

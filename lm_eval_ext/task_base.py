@@ -22,12 +22,12 @@ this class adds:
   gives each process a share of the documents (:meth:`rank_documents`; a subclass may keep
   groups together) and at the end gathers each metric from every process under the names
   process 0 reports: a metric missing on process 0 is dropped, one missing elsewhere stops the
-  run (``lm_eval.evaluator.evaluate``, checked on lm-eval 0.4.12 and 0.4.13). Subset metrics,
+  run (``lm_eval.evaluator.evaluate`` of lm-eval 0.4; 0.5 gathers by doc id and needs none of this). Subset metrics,
   and documents that report no accuracy (a skipped prompt), make the names differ between
   processes. So after the filters ran, the processes exchange the names their documents report
   (``torch.distributed``), and a process lacking one receives a scored document that reports it
   from a process that has several (:func:`plan_moves`): the document's requests, responses and
-  metric values move (its values are those computed where it was generated). Every metric then
+  metric values move (its values are those computed where it was generated; it is known by its doc id). Every metric then
   has the values of every document, as in one process (summed in another order). A metric
   reported by fewer documents than there are processes cannot reach each of them: the run
   stops with an error that says so.
@@ -48,7 +48,8 @@ from lm_eval.api.task import ConfigurableTask
 from lm_eval.filters import build_filter_ensemble
 
 from . import answers, user_errors
-from .boundary import CONVERSATION, WITHHELD, install_log_filter, install_request_types
+from .boundary import (CONVERSATION, WITHHELD, check_harness, features, filter_step_options, install_log_filter,
+                       install_request_types, new_instance, unlisted)
 from .errors import UserError
 
 BYPASS = "bypass"  # the harness's metric under --predict_only
@@ -83,6 +84,7 @@ class ExtTask(ConfigurableTask):
     """A ConfigurableTask with subset metrics, request review and run-aware filters (module docstring)."""
 
     def __init__(self, config: dict | None = None, **kwargs) -> None:
+        check_harness()
         # `class` selects this class in the YAML; it is not a TaskConfig field.
         config = {key: value for key, value in (config or {}).items() if key != "class"}
         # The metric_list metrics come from this class's process_results; naming it in the config
@@ -92,17 +94,23 @@ class ExtTask(ConfigurableTask):
         self._run_seed: int | None = None
         self._rank, self._world_size = 0, 1  # of the run, from build_all_requests
         self._reported: list | None = None  # this process's documents once they are scored (several processes)
-        self._moved: dict[int, tuple[list[Instance], dict]] = {}  # documents scored by another process
+        self._moved: dict[int, tuple[list[Instance], dict]] = {}  # by doc_id: documents scored by another process
+        self._scoring: int | None = None  # the doc_id the harness scores now (several processes)
+        self._predict_only = False
         super().__init__(config=config, **kwargs)
         install_request_types()
         install_log_filter()
+        if features().lazy_documents:
+            # 0.5 loads a task's documents when they are first read; plugin tasks read task_docs once built (as
+            # on 0.4, whose __init__ loads them), so a broken data set stops the run before the model loads.
+            self.task_docs = self.eval_docs
         if self.conversation:
             # With several processes the harness pads the request type named by OUTPUT_TYPE with copies of a
             # process's last request, so that processes make as many model calls: padded as generate_until,
             # another task's generations would be repeated. Conversation copies cost no call (each turn is
             # generated once). Only the evaluator's padding reads OUTPUT_TYPE of a task whose
             # construct_requests makes conversation requests. Private: no public API sets the padded request
-            # type. Checked on lm-eval 0.4.12, 0.4.13.
+            # type. Checked on boundary.CHECKED_ON.
             self.OUTPUT_TYPE = CONVERSATION
 
     # -- metrics ------------------------------------------------------------------------------
@@ -110,16 +118,26 @@ class ExtTask(ConfigurableTask):
     @property
     def predict_only(self) -> bool:
         """True under ``--predict_only`` (the harness replaced the metrics with ``bypass``)."""
-        return [m.get("metric") for m in self.config.metric_list or []] == [BYPASS]
+        return self._predict_only
+
+    def override_metric(self, metric_name: str) -> None:
+        """The harness's ``--predict_only`` replaces the metrics with ``bypass`` here (every supported version)."""
+        # 0.5 builds the replacing scorer for OUTPUT_TYPE, which a multi-turn task sets to the conversation type
+        padded, self.OUTPUT_TYPE = self.OUTPUT_TYPE, self.config.output_type
+        try:
+            super().override_metric(metric_name)
+        finally:
+            self.OUTPUT_TYPE = padded
+        self._predict_only = metric_name == BYPASS
 
     def process_results(self, doc: dict, results: list) -> dict:
         """``bypass`` under ``--predict_only`` (the answers are only kept), else :meth:`document_metrics`."""
         if self.predict_only:
             return {BYPASS: None}
-        if id(doc) in self._moved:  # scored where it was generated (several processes)
-            instances, scores = self._moved[id(doc)]
+        if self._scoring in self._moved:  # scored where it was generated (several processes)
+            instances, scores = self._moved[self._scoring]
             for key, metrics in scores.items():
-                if all(r is i.filtered_resps[key] for r, i in zip(results, instances, strict=True)):
+                if all(r is unlisted(i.filtered_resps[key]) for r, i in zip(results, instances, strict=True)):
                     return metrics
         return self.document_metrics(doc, results)
 
@@ -145,6 +163,27 @@ class ExtTask(ConfigurableTask):
             return base
         return {**{name: better for name, (_, better) in self.subset_metrics().items()}, **base}
 
+    def aggregate(self, bootstrap_iters: int | None = 100000) -> tuple[dict, int]:
+        """0.5: the task's numbers, with standard errors where 0.4 gives them (for ``mean``; else "N/A").
+
+        0.5's scorers bootstrap a standard error for every other aggregation, which for the plugin's
+        (counts, gaps, p-values) is meaningless or fails on a resample; 0.4 reports "N/A" for them.
+        """
+        from lm_eval.api.metrics import mean, mean_stderr
+
+        numbers, count = super().aggregate(bootstrap_iters=0)
+        if bootstrap_iters and bootstrap_iters > 0:
+            aggregations = self.aggregation()
+            for scorer in self.scorers:
+                values = defaultdict(list)
+                for reduced in scorer.reduced_docs.values():
+                    for name, value in reduced.items():
+                        values[name].append(value)
+                for name, items in values.items():
+                    if aggregations.get(name) is mean and len(items) > 1:
+                        numbers[f"{name}_stderr,{scorer.name}"] = mean_stderr(items)
+        return numbers, count
+
     def record_run_info(self, **info) -> None:
         """Add ``info`` to this task's ``metadata`` in the results file (``configs.<task>.metadata``)."""
         self.set_config(key="metadata", value={**(self.config.metadata or {}), **info})
@@ -168,10 +207,54 @@ class ExtTask(ConfigurableTask):
         """Never send ``instance`` to the model: it is answered with None."""
         instance.request_type = WITHHELD
 
-    @staticmethod
-    def conversation_request(doc: dict, turn: str, gen_kwargs: dict, **kwargs) -> Instance:
+    def request(self, request_type: str, doc: dict, arguments: tuple, idx: int = 0, **construct_kwargs) -> Instance:
+        """A request of this task for ``doc``; ``construct_kwargs`` are those the harness gave ``construct_requests``."""
+        if features().doc_id_keyword:
+            identity = {"task_name": self.config.task, "doc_id": construct_kwargs["doc_id"],
+                        "repeats": self.config.repeats or 1}
+        else:
+            task_name, doc_id, repeats = construct_kwargs["metadata"]
+            identity = {"task_name": task_name, "doc_id": doc_id, "repeats": repeats}
+        return new_instance(request_type, doc, arguments, idx, **identity)
+
+    def conversation_request(self, doc: dict, turn: str, gen_kwargs: dict, **construct_kwargs) -> Instance:
         """A request for one turn of a dependent conversation (lm_eval_ext.conversation)."""
-        return Instance(request_type=CONVERSATION, doc=doc, arguments=(turn, gen_kwargs), idx=0, **kwargs)
+        return self.request(CONVERSATION, doc, (turn, gen_kwargs), 0, **construct_kwargs)
+
+    def construct_requests(self, doc: dict, ctx, **kwargs):
+        """The harness's requests for ``doc`` of this task's output type."""
+        if features().per_type_task_classes:
+            # 0.5: ConfigurableTask is the abstract base and the class of the output type builds the requests.
+            # Private: the harness maps output types to those classes in Task._registry (Task.from_config).
+            return ConfigurableTask._registry[self.config.output_type].construct_requests(self, doc, ctx, **kwargs)
+        return super().construct_requests(doc, ctx, **kwargs)
+
+    def _build_scorers(self) -> list:
+        """0.5: the scorers, whose metrics are the YAML's ``metric_list`` computed by :meth:`process_results`.
+
+        The harness builds each metric from its registry, which refuses a registered name of another
+        output type (``acc`` on a generation task); plugin metrics come from ``process_results`` only, so
+        they are built from their name, aggregation and direction. Private (``Task._build_scorers``, called
+        by 0.5's ``Task.__init__``; 0.4 has no scorers).
+        """
+        from lm_eval.api.metrics import Metric
+        from lm_eval.api.registry import get_aggregation
+        from lm_eval.scorers import build_scorer
+
+        def computed_by_the_task(*_args, **_kwargs):
+            raise RuntimeError(f"{self.config.task}: its metrics come from process_results")
+
+        scorers = []
+        for entry in self.config.filter_list:
+            metrics = []
+            for item in entry.get("metric_list") or self.config.metric_list or []:
+                aggregation = item.get("aggregation", "mean")
+                metrics.append(Metric(name=item["metric"], fn=computed_by_the_task, output_type={self.config.output_type},
+                                      aggregation=get_aggregation(aggregation) if isinstance(aggregation, str) else aggregation,
+                                      higher_is_better=item.get("higher_is_better", True)))
+            scorers.append(build_scorer(cfg={"name": entry["name"], "filter": [], "metric_list": metrics},
+                                        output_type=self.config.output_type, scorer_type=self.config.scorer))
+        return scorers
 
     # -- filters ------------------------------------------------------------------------------
 
@@ -203,25 +286,31 @@ class ExtTask(ConfigurableTask):
         answers.save(self.answers_dir(), self.config.task, self.instances, self._rank, self._world_size)
         for ensemble in self._filter_ensembles():
             ensemble.apply(self.instances)
-        if self._world_size > 1:
+        if self._world_size > 1 and not features().scorers:
+            # 0.5 gathers every process's metrics by doc_id (Task._export_reduced): nothing to move
             self._report_every_metric()
         return self.instances
 
     def _filter_ensembles(self) -> list:
-        if self.predict_only or not self.config.filter_list:
-            return [build_filter_ensemble("none", [["take_first", None]])]
-        run = self.run_context()
-        ensembles = []
-        for entry in self.config.filter_list:
-            components = []
-            for step in entry["filter"]:
-                function = step["function"]
-                kwargs = {key: value for key, value in step.items() if key != "function"}
-                if isinstance(function, type) and issubclass(function, RunAwareFilter):
-                    kwargs["run"] = run
-                components.append([function, kwargs])
-            ensembles.append(build_filter_ensemble(entry["name"], components))
-        return ensembles
+        if self.predict_only or not self.config.filter_list or not any(entry.get("filter") for entry in
+                                                                         self.config.filter_list):
+            steps = {"none": [["take_first", None]]}
+        else:
+            run = self.run_context()
+            steps = {}
+            for entry in self.config.filter_list:
+                components = steps[entry["name"]] = []
+                for step in entry["filter"]:
+                    function, kwargs = step["function"], filter_step_options(step)
+                    if isinstance(function, type) and issubclass(function, RunAwareFilter):
+                        kwargs["run"] = run
+                    components.append([function, kwargs])
+        if features().filters_list_per_doc:
+            # 0.5's filters give a list per document (take_first: [r[0]]) and its scoring reads that layout;
+            # between the steps, and for plugin filters, a document's response is one value, as on 0.4.
+            steps = {name: [*(item for component in components for item in (component, [_OneValue, None])),
+                            [_ListOfOne, None]] for name, components in steps.items()}
+        return [build_filter_ensemble(name, components) for name, components in steps.items()]
 
     # -- several processes (module docstring) --------------------------------------------------
 
@@ -229,7 +318,7 @@ class ExtTask(ConfigurableTask):
         """The documents this process generates (:meth:`rank_documents`) or, once a multi-process run
         has scored them, the documents whose metrics it reports."""
         if self._reported is not None:
-            return iter(self._reported)
+            return self._scored_in_order()
         return self.rank_documents(rank=rank, limit=limit, world_size=world_size, samples=samples)
 
     def rank_documents(self, *, rank: int = 0, limit: int | None = None, world_size: int = 1, samples=None):
@@ -251,7 +340,8 @@ class ExtTask(ConfigurableTask):
         scores = {}
         for doc_id, instances in by_doc.items():
             instances.sort(key=lambda instance: instance.idx)
-            scores[doc_id] = {key: self.process_results(instances[0].doc, [i.filtered_resps[key] for i in instances])
+            scores[doc_id] = {key: self.process_results(instances[0].doc, [unlisted(i.filtered_resps[key])
+                                                                           for i in instances])
                               for key in instances[0].filtered_resps}
         names = [None] * world_size
         dist.all_gather_object(names, {doc_id: sorted((metric, key) for key, metrics in by_key.items() for metric in metrics)
@@ -274,9 +364,31 @@ class ExtTask(ConfigurableTask):
             for dst, instances, by_key in (item for items in arrived for item in items):
                 if dst == rank:
                     self._instances.extend(instances)
-                    self._moved[id(instances[0].doc)] = (instances, by_key)
+                    self._moved[instances[0].doc_id] = (instances, by_key)
         docs = {instance.doc_id: instance.doc for instance in self._instances}
         self._reported = sorted(docs.items(), key=lambda item: item[0])
+
+    def _scored_in_order(self):
+        # Private: 0.4's evaluator scores each document right after doc_iterator yields it, so the doc_id
+        # yielded last is that of the next process_results call (checked on lm-eval 0.4.12, 0.4.13).
+        for doc_id, doc in self._reported:
+            self._scoring = doc_id
+            yield doc_id, doc
+        self._scoring = None
+
+
+class _OneValue(Filter):
+    """0.5: a filter step's list of one per document, as the one value 0.4's filters give (the next step's input)."""
+
+    def apply(self, resps, docs):
+        return [unlisted(response) for response in resps]
+
+
+class _ListOfOne(Filter):
+    """0.5: each document's filtered response as the list its scoring and samples files expect."""
+
+    def apply(self, resps, docs):
+        return [[response] for response in resps]
 
 
 class UnreportableMetric(Exception):

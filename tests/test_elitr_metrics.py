@@ -31,6 +31,7 @@ import re
 import pytest
 from scipy import stats
 
+from helpers.harness import skip_where_broken
 from helpers.judge import answering_the_probe
 from doubles.stub_openai import StubOpenAIServer
 
@@ -127,6 +128,7 @@ def test_metric_helpers_by_hand():
 
 
 @pytest.mark.slow
+@skip_where_broken("samples")
 def test_plain_lm_eval_single_turn_through_an_api(run_cli, data_dir, tmp_path):
     """Single-turn tasks run under plain `lm_eval`; the stub is both the answering model and the judge."""
     questions = questions_of_meeting_002(data_dir)

@@ -21,6 +21,7 @@ import pytest
 
 from doubles import LM_EVAL, LM_EVAL_EXT
 from doubles import MODELS as DOUBLES
+from helpers.harness import skip_where_broken
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -214,14 +215,12 @@ def test_entry_points_are_declared():
 
 def test_every_task_yaml_declares_the_metrics_every_document_reports():
     """metric_list = what each document reports (the harness's loggers read every listed metric from each sample)."""
-    from lm_eval.tasks import TaskManager
-
+    from lm_eval_ext.boundary import task_index
     from lm_eval_ext.lieder.scoring import metric_names
 
-    index = TaskManager(include_defaults=False).task_index
-    for name, entry in index.items():
-        cfg = entry.cfg or {}
-        if "task" not in cfg or "group" in cfg or isinstance(cfg.get("task"), list):
+    for name, entry in task_index(include_defaults=False).items():
+        cfg = entry.config or {}
+        if entry.kind != "task" or "task" not in cfg or "group" in cfg or isinstance(cfg.get("task"), list):
             continue
         listed = [m["metric"] for m in cfg.get("metric_list") or []]
         assert listed, f"{name} declares no metric_list"
@@ -281,6 +280,7 @@ def _validate(python: Path, run_cli, *tasks: str):
 
 
 @pytest.mark.slow
+@skip_where_broken("validate")
 @pytest.mark.parametrize("editable", [False, True])
 def test_install_then_uninstall_in_a_fresh_venv(tmp_path, run_cli, editable, request):
     python = _fresh_venv(tmp_path)
@@ -315,6 +315,7 @@ def test_install_then_uninstall_in_a_fresh_venv(tmp_path, run_cli, editable, req
 
 
 @pytest.mark.slow
+@skip_where_broken("validate")
 def test_plain_lm_eval_lists_and_validates_every_plugin_task(run_cli):
     proc = run_cli(["lm_eval", "ls", "tasks"], timeout=600)
     assert proc.returncode == 0, proc.stderr

@@ -14,7 +14,6 @@ from pathlib import Path
 import pooch
 from tqdm.auto import tqdm
 
-from ..atomic_write import atomic_write_bytes  # noqa: F401 -- data.resolve imports it from here
 from . import config
 from .errors import DataError, DownloadError
 

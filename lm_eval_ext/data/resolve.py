@@ -12,7 +12,8 @@ from pathlib import Path, PurePosixPath
 
 from . import config
 from .archives import read_members_by_suffix, read_zip_bytes
-from .download import atomic_write_bytes, checksum_error, download
+from ..atomic_write import atomic_write_bytes
+from .download import checksum_error, download
 from .errors import DataError, DownloadError
 from .registry import PinnedFile, all_files, pinned_file
 

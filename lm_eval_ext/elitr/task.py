@@ -148,8 +148,7 @@ class ElitrTask(JudgedTask):
     def construct_requests(self, doc: dict, ctx, **kwargs):
         """A ``generate_until`` request (single-turn), or the turn's conversation request (multi-turn)."""
         if self.mode == "mt":
-            return self.conversation_request(doc, ctx, copy.deepcopy(self.config.generation_kwargs),
-                                             metadata=kwargs["metadata"])
+            return self.conversation_request(doc, ctx, copy.deepcopy(self.config.generation_kwargs), **kwargs)
         return super().construct_requests(doc, ctx, **kwargs)
 
     def review_requests(self, instances, chat_template=None, system_instruction=None) -> None:

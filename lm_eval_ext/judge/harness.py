@@ -36,6 +36,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
+from ..boundary import filter_step_options
 from ..interrupts import during_scoring
 from ..task_base import ExtTask, RunAwareFilter
 from .config import JudgeConfig, how_to_set, resolve_config
@@ -154,8 +155,8 @@ class JudgedTask(ExtTask):
         for entry in self.config.filter_list or []:
             for step in entry["filter"]:
                 if step.get("function") is JudgeFilter:
-                    skip = ("function", "question_field", "reference_field")
-                    return entry["name"], {k: v for k, v in step.items() if k not in skip}
+                    skip = ("question_field", "reference_field")
+                    return entry["name"], {k: v for k, v in filter_step_options(step).items() if k not in skip}
         return None, {}
 
     def judge_options(self) -> dict:

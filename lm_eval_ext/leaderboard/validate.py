@@ -26,12 +26,11 @@ from ..results.status import status_of
 @lru_cache(maxsize=1)
 def known_task_versions() -> dict[str, str]:
     """Every task and group of this plugin with its ``metadata.version`` (as records write it)."""
-    from lm_eval.tasks._index import TaskIndex
-
+    from ..boundary import index_directories
     from ..paths import tasks_dir
 
     versions = {}
-    for name, entry in TaskIndex.build([tasks_dir()]).items():
+    for name, entry in index_directories([tasks_dir()]).items():
         version = ((entry.cfg or {}).get("metadata") or {}).get("version")
         if version is not None:
             versions[name] = str(version)

@@ -10,7 +10,6 @@ the model arguments) each document carries one check request for that (server_ch
 from __future__ import annotations
 
 import datasets
-from lm_eval.api.instance import Instance
 from lm_eval.api.metrics import mean
 
 from ..errors import UserError
@@ -62,16 +61,13 @@ class LiederTask(ExtTask):
         harness ignore ``--num_fewshot``), no chat template; each request carries its row's context."""
         return ""
 
-    def construct_requests(self, doc: dict, ctx: str, **kwargs) -> list[Instance]:
+    def construct_requests(self, doc: dict, ctx: str, **kwargs) -> list:
         """One ``loglikelihood(context, " " + continuation)`` request per row, in row order; for a model
         behind a server, then the server check request (server_check.py), which is not scored."""
-        kwargs.pop("apply_chat_template", None)
-        kwargs.pop("chat_template", None)
         arguments = [(row["context"], " " + row["continuation"]) for row in doc["rows"]]
         if self.server:
             arguments.append(check_arguments(doc))
-        return [Instance(request_type="loglikelihood", doc=doc, arguments=args, idx=i, **kwargs)
-                for i, args in enumerate(arguments)]
+        return [self.request("loglikelihood", doc, args, i, **kwargs) for i, args in enumerate(arguments)]
 
     def document_metrics(self, doc: dict, results: list[tuple[float, bool]]) -> dict[str, float]:
         """Comparison outcomes of this group; each row's log-probability is in the sample's ``resps``.

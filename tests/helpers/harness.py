@@ -1,0 +1,28 @@
+"""The installed harness, for the tests that meet a defect of one harness version (docs/troubleshooting.md)."""
+from __future__ import annotations
+
+import importlib.metadata
+
+import pytest
+
+VERSION = importlib.metadata.version("lm_eval")
+
+# harness version -> what of it is broken, by the feature the skipped tests use
+DEFECTS = {
+    "samples": {"0.5.0.dev1": "lm-eval 0.5.0.dev1 raises IndexError in evaluator_utils._build_logged_samples for "
+                              "--samples with --log_samples"},
+    "sample_count": {"0.4.12": "lm-eval 0.4.12 writes as a task's sample_len and n-samples effective the count of "
+                                 "the last metric it aggregates (fewer for a metric only some documents report)"},
+    "validate": {"0.5.0.dev1": "lm-eval 0.5.0.dev1's `lm_eval validate` reports unknown tasks as found"},
+}
+
+
+def broken(feature: str) -> bool:
+    """True when the installed harness version has the defect ``feature`` (:data:`DEFECTS`)."""
+    return VERSION in DEFECTS[feature]
+
+
+def skip_where_broken(feature: str):
+    """Skip the test on a harness version whose ``feature`` is broken, with the reason."""
+    reason = DEFECTS[feature].get(VERSION)
+    return pytest.mark.skipif(reason is not None, reason=reason or "")
