@@ -46,7 +46,7 @@ def judge_score(question: str) -> int:
 @pytest.fixture(scope="module")
 def out(tmp_path_factory, data_dir, tiny_model_dir) -> Path:
     """``lm_eval run`` of the four tasks, --limit 8, with the scripted model and a stub judge."""
-    from lm_eval_ext.testing.stub_openai import StubOpenAIServer
+    from doubles.stub_openai import StubOpenAIServer
 
     root = tmp_path_factory.mktemp("harness_versions")
     table = write_lieder_table(data_dir, root / "table.json")
