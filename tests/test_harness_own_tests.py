@@ -59,13 +59,21 @@ def harness_tests(tmp_path_factory) -> Path:
     return root
 
 
-def _outcomes(root: Path, label: str, env: dict) -> dict[str, str]:
-    """Each test's outcome (passed, failed, error, skipped) in one pytest run of the harness's tests."""
+def _start(root: Path, label: str, env: dict) -> tuple[subprocess.Popen, Path]:
+    """One pytest run of the harness's tests, started (the two runs go side by side, one per core)."""
     report = root / f"{label}.xml"
-    proc = _run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-c", root / "pytest.ini",
-                 "--rootdir", root, f"--junitxml={report}", *(root / "tests" / n for n in HARNESS_TEST_FILES)],
-                cwd=root, env=env)
-    assert report.is_file(), f"the harness's tests did not run ({label}):\n{proc.stdout[-3000:]}{proc.stderr[-3000:]}"
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-c", str(root / "pytest.ini"),
+           "--rootdir", str(root), f"--junitxml={report}", *(str(root / "tests" / n) for n in HARNESS_TEST_FILES)]
+    proc = subprocess.Popen(cmd, cwd=root, env=harness_env(env), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True)
+    return proc, report
+
+
+def _outcomes(run: tuple[subprocess.Popen, Path], label: str) -> dict[str, str]:
+    """Each test's outcome (passed, failed, error, skipped) in one pytest run of the harness's tests."""
+    proc, report = run
+    output, _ = proc.communicate(timeout=3600)
+    assert report.is_file(), f"the harness's tests did not run ({label}):\n{output[-3000:]}"
     outcomes = {}
     for case in ET.parse(report).getroot().iter("testcase"):
         kinds = [child.tag for child in case if child.tag in ("failure", "error", "skipped")]
@@ -76,8 +84,9 @@ def _outcomes(root: Path, label: str, env: dict) -> dict[str, str]:
 
 @pytest.mark.slow
 def test_the_harness_own_tests_give_the_same_outcomes_with_the_plugin(harness_tests):
-    active = _outcomes(harness_tests, "plugin", {})
-    alone = _outcomes(harness_tests, "alone", {"LM_EVAL_EXT_AUTOLOAD": "0"})
+    runs = {"plugin": _start(harness_tests, "plugin", {}),
+            "alone": _start(harness_tests, "alone", {"LM_EVAL_EXT_AUTOLOAD": "0"})}
+    active, alone = (_outcomes(run, label) for label, run in runs.items())
     assert active.keys() == alone.keys() and len(alone) > 100
     differ = {test: (alone[test], active[test]) for test in alone if alone[test] != active[test]}
     assert differ.keys() == CHANGED_BY_PLUGIN_DISCOVERY.keys(), (
