@@ -10,7 +10,7 @@ request: ``doc_id``, ``idx``, the request type and the responses.
 request from the saved responses (lm_eval_ext/models/replay.py): scoring runs again, finished
 judge verdicts come from the judge's cache, and the harness writes the same results files.
 
-The answers dir is ``--metadata answers_dir=DIR`` when given, else ``answers/`` in the plugin's
+The answers dir is ``--metadata '{"answers_dir": "DIR"}'`` when given, else ``answers/`` in the plugin's
 cache (``$LM_EVAL_EXT_CACHE_DIR``, default ``~/.cache/lm_eval_ext``). ``lm-eval-ext run`` removes
 a run's answers once its results are written; runs of the plain ``lm_eval`` command keep them.
 """
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .atomic_write import atomic_open
-from .errors import UserError
+from .errors import UserError, metadata_arg
 
 FORMAT = 1
 METADATA_KEY = "answers_dir"
@@ -66,7 +66,7 @@ def save(folder: Path, task: str, instances: Iterable, rank: int = 0, world_size
     except OSError as err:
         raise SavedAnswersError(
             f"The answers of {task} could not be saved to {path} before scoring ({err.strerror or err}). Free some "
-            f"space or give a writable directory with --metadata {METADATA_KEY}=DIR; nothing was scored.") from None
+            f"space or give a writable directory with {metadata_arg(**{METADATA_KEY: 'DIR'})}; nothing was scored.") from None
     return path
 
 

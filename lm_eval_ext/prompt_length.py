@@ -51,7 +51,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from .errors import UserError
+from .errors import UserError, metadata_arg
 
 log = logging.getLogger(__name__)
 
@@ -313,7 +313,7 @@ def _counters(name: str, trust_remote_code: bool) -> _Counters:
         raise LengthCheckError(
             f"Prompt-length check: cannot load a tokenizer for {name!r} (neither a Hugging Face tokenizer available "
             "here nor an OpenAI model known to tiktoken), so prompt lengths cannot be checked against the context "
-            "length. Give one with --metadata tokenizer=NAME (a local directory or a cached Hugging Face name), or "
+            f"length. Give one with {metadata_arg(tokenizer='NAME')} (a local directory or a cached Hugging Face name), or "
             "drop max_length to run without the check."
         ) from None
 
@@ -349,7 +349,7 @@ def _window_from_config(pretrained: str, metadata: dict) -> int:
     except Exception as err:  # noqa: BLE001 -- reported as a user error with the fix
         raise LengthCheckError(
             f"Prompt-length check: cannot read the model config of {pretrained!r} to find its context length ({err}). "
-            "Give it explicitly with max_length=N in --model_args (or --metadata)."
+            f"Give it explicitly with max_length=N in --model_args (or {metadata_arg(max_length='N')})."
         ) from None
     return resolve_max_length(config, _hf_tokenizer(pretrained, trust), default=DEFAULT_MAX_LENGTH)
 
@@ -381,7 +381,7 @@ def budget_from_settings(settings: tuple[tuple[str, object], ...]) -> LengthBudg
     if name is None:
         raise LengthCheckError(
             f"Prompt-length check: the context length is {max_length} ({source}) but no tokenizer is named, so prompt "
-            "lengths cannot be checked. Give one with --metadata tokenizer=NAME."
+            f"lengths cannot be checked. Give one with {metadata_arg(tokenizer='NAME')}."
         )
     counters = _counters(name, bool(metadata.get("trust_remote_code", False)))
     return LengthBudget(max_length=max_length, length_source=source, tokenizer_name=name,

@@ -110,7 +110,7 @@ def test_missing_data_offline_is_one_clear_paragraph(run_cli, tmp_path):
 
 
 def test_explicit_stimuli_file(run_cli, data_dir, tmp_path):
-    """`--metadata stimuli_file=...` replaces the published set (here: its first two groups)."""
+    """`--metadata '{"stimuli_file": ...}'` replaces the published set (here: its first two groups)."""
     lines = (Path(data_dir) / "lieder/stimuli/base/base_stimuli.jsonl").read_text().splitlines()[:24]
     stimuli = tmp_path / "mine.jsonl"
     stimuli.write_text("\n".join(lines) + "\n")
@@ -118,7 +118,7 @@ def test_explicit_stimuli_file(run_cli, data_dir, tmp_path):
     table.write_text(json.dumps({"entries": [], "default": -1.0}))
     out = tmp_path / "out"
     proc = run_cli([*LM_EVAL_EXT, "run", "--model", "ext-loglik-table", "--model_args", f"table={table}",
-                    "--tasks", "lieder_base", "--metadata", f"stimuli_file={stimuli}",
+                    "--tasks", "lieder_base", "--metadata", json.dumps({"stimuli_file": str(stimuli)}),
                     "--output_path", str(out), "--log_samples"], timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     results = json.loads(next(out.rglob("results_*.json")).read_text())

@@ -38,7 +38,7 @@ def test_oracle_closedbook_kv_and_generated_kv(run_cli, tiny_model_dir, data_dir
     out = tmp_path / "out"
     tasks = "litm_qa_oracle,litm_qa_closedbook,litm_kv_75keys,litm_kv_140keys,litm_kv_generated"
     proc = run_cli(["lm-eval-ext", "run", *_hf(tiny_model_dir, 12000), "--tasks", tasks, "--limit", "5",
-                    "--metadata", "litm_kv_pairs=12", "litm_kv_examples=3", "--output_path", str(out), "--log_samples"],
+                    "--metadata", json.dumps({"litm_kv_pairs": 12, "litm_kv_examples": 3}), "--output_path", str(out), "--log_samples"],
                    timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
     results, samples = _outputs(out)
@@ -65,7 +65,7 @@ def test_oracle_closedbook_kv_and_generated_kv(run_cli, tiny_model_dir, data_dir
 def test_partial_20_document_file_at_every_position(run_cli, tiny_model_dir, data_dir, tmp_path):
     out = tmp_path / "out"
     proc = run_cli(["lm-eval-ext", "run", *_hf(tiny_model_dir, 8192), "--tasks", "litm_qa_20docs", "--limit", "20",
-                    "--metadata", f"litm_qa_file={Path(data_dir) / PARTIAL}", "litm_positions=all",
+                    "--metadata", json.dumps({"litm_qa_file": str(Path(data_dir) / PARTIAL), "litm_positions": "all"}),
                     "--output_path", str(out), "--log_samples"], timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
     results, samples = _outputs(out)
@@ -101,7 +101,7 @@ def test_small_context_window_policy(run_cli, tiny_model_dir, data_dir, tmp_path
     if policy == "skip":
         command, extra = ["lm_eval", "run"], []
     else:
-        command, extra = ["lm-eval-ext", "run"], ["--metadata", "litm_too_long=truncate"]
+        command, extra = ["lm-eval-ext", "run"], ["--metadata", json.dumps({"litm_too_long": "truncate"})]
     proc = run_cli([*command, *_hf(tiny_model_dir, 600), "--tasks", "litm_qa_oracle", "--limit", "12", *extra,
                     "--output_path", str(out), "--log_samples"], timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -148,7 +148,7 @@ def test_bad_positions_are_one_clear_paragraph(run_cli, data_dir, tmp_path):
     responses = tmp_path / "r.json"
     responses.write_text(json.dumps({"rules": [], "default": "x"}))
     proc = run_cli([*LM_EVAL_EXT, "run", "--model", "ext-canned-gen", "--model_args", f"responses={responses}",
-                    "--tasks", "litm_kv_75keys", "--metadata", "litm_positions=[0,75]"], timeout=300)
+                    "--tasks", "litm_kv_75keys", "--metadata", json.dumps({"litm_positions": [0, 75]})], timeout=300)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert "gold positions [75] are outside 0..74" in proc.stderr
 
@@ -172,7 +172,7 @@ def test_openai_compatible_server_with_a_perfect_responder(run_cli, tiny_model_d
         proc = run_cli(["lm_eval", "run", "--include_path", tasks_dir, "--model", "local-chat-completions",
                         "--model_args", f"base_url={srv.chat_url},model=stub,tokenizer_backend=none,max_length=8000",
                         "--apply_chat_template", "--tasks", "litm_kv_75keys_qac", "--limit", "8",
-                        "--metadata", f"tokenizer={tiny_model_dir}", "--output_path", str(out)], timeout=600)
+                        "--metadata", json.dumps({"tokenizer": str(tiny_model_dir)}), "--output_path", str(out)], timeout=600)
         bodies = [r["body"] for r in srv.requests]
     assert proc.returncode == 0, proc.stderr[-3000:]
     metrics = json.loads(next(out.rglob("results_*.json")).read_text())["results"]["litm_kv_75keys_qac"]

@@ -19,7 +19,7 @@ def test_limited_run_with_the_tiny_model(run_cli, tiny_model_dir, data_dir, tmp_
     out = tmp_path / "out"
     proc = run_cli(["lm-eval-ext", "run", "--model", "hf", "--model_args", f"pretrained={tiny_model_dir},dtype=float32",
                     "--tasks", "magnifico_description_mid_foreign", "--limit", "4", "--device", "cpu",
-                    "--gen_kwargs", GEN_KWARGS, "--confirm_run_unsafe_code", "--metadata", "interpretations=maximum average",
+                    "--gen_kwargs", GEN_KWARGS, "--confirm_run_unsafe_code", "--metadata", json.dumps({"interpretations": "maximum average"}),
                     "--output_path", str(out), "--log_samples"], timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     results = _results(out)["results"]["magnifico_description_mid_foreign"]
@@ -46,6 +46,6 @@ def test_limited_run_with_the_tiny_model(run_cli, tiny_model_dir, data_dir, tmp_
 def test_plain_harness_requires_confirming_unsafe_code(run_cli, tiny_model_dir, data_dir, tmp_path):
     proc = run_cli(["lm_eval", "run", "--model", "hf", "--model_args", f"pretrained={tiny_model_dir},dtype=float32",
                     "--tasks", "magnifico_direct_base", "--limit", "1", "--device", "cpu",
-                    "--metadata", "interpretations=sum"], timeout=600)
+                    "--metadata", json.dumps({"interpretations": "sum"})], timeout=600)
     assert proc.returncode != 0
     assert "unsafe" in (proc.stderr + proc.stdout).lower()

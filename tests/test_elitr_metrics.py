@@ -145,7 +145,8 @@ def test_plain_lm_eval_single_turn_through_an_api(run_cli, data_dir, tmp_path):
                         "--model_args", f"base_url={srv.chat_url},model=stub,tokenizer_backend=none",
                         "--apply_chat_template", "--tasks", "elitr_bench_qa_dev_st",
                         "--samples", json.dumps({"elitr_bench_qa_dev_st": MEETING_002}),
-                        "--metadata", f"judge_base_url={srv.base_url},judge_api_key_env={KEY_ENV},judge_cache=none",
+                        "--metadata", json.dumps({"judge_base_url": srv.base_url, "judge_api_key_env": KEY_ENV,
+                                                 "judge_cache": "none"}),
                         "--output_path", str(out)], env={KEY_ENV: "sk-elitr-test-key-0123456789abcdef"}, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     metrics = json.loads(next(out.rglob("results_*.json")).read_text())["results"]["elitr_bench_qa_dev_st"]

@@ -70,7 +70,7 @@ def prompt_tokens(tiny_model_dir, prompt: str) -> int:
 def test_single_turn_stops_before_generating(tiny_model_dir, data_dir, recorded):
     from lm_eval_ext.prompt_length import PromptTooLongError
 
-    with pytest.raises(PromptTooLongError, match=r"overflow=truncate") as info:
+    with pytest.raises(PromptTooLongError, match=re.escape("""--metadata '{"overflow": "truncate"}'""")) as info:
         evaluate(tiny_model_dir, "elitr_bench_qa_dev_st", [17])
     assert "meeting_en_dev_002 question 1" in str(info.value) and "context length 1024" in str(info.value)
     assert recorded == []

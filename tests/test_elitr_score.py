@@ -167,7 +167,8 @@ def test_samples_file_round_trip(run_cli, data_dir, tmp_path):
         out = tmp_path / "out"
         proc = run_cli([*LM_EVAL_EXT, "run", "--model", "ext-canned-gen", "--model_args", f"responses={responses}",
                         "--tasks", "elitr_bench_qa_dev_st", "--limit", "4", "--log_samples", "--output_path", str(out),
-                        "--metadata", f"judge_base_url={first.base_url},judge_api_key_env={KEY_ENV},judge_cache=none"],
+                        "--metadata", json.dumps({"judge_base_url": first.base_url, "judge_api_key_env": KEY_ENV,
+                                                 "judge_cache": "none"})],
                        env=judge_env, timeout=600)
         assert proc.returncode == 0, proc.stderr[-3000:]
         (samples,) = out.rglob("samples_elitr_bench_qa_dev_st_*.jsonl")

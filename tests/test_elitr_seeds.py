@@ -58,7 +58,8 @@ def test_seed_runs_end_to_end(run_cli, data_dir, tmp_path):
         proc = run_cli([*LM_EVAL_EXT, "elitr", "seeds", "--seeds", "2023", "2024", "--json", "--",
                         "--model", "ext-canned-gen", "--model_args", f"responses={responses}",
                         "--tasks", "elitr_bench_qa_test2_st", "--limit", "2", "--output_path", str(tmp_path / "out"),
-                        "--metadata", f"judge_base_url={srv.base_url},judge_api_key_env={key_env},judge_cache=none"],
+                        "--metadata", json.dumps({"judge_base_url": srv.base_url, "judge_api_key_env": key_env,
+                                                 "judge_cache": "none"})],
                        env={key_env: "sk-seeds-test-key-0123456789abcdef"}, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     report = json.loads(proc.stdout)

@@ -132,7 +132,7 @@ def test_user_stimuli_file_is_recorded_with_its_own_checksum(data_dir, run_cli, 
     table = tmp_path / "table.json"
     table.write_text(json.dumps({"entries": [], "default": -1.0}))
     out = harness(tmp_path / "out", "ext-loglik-table", f"table={table}", "lieder_base", "--metadata",
-                  f"stimuli_file={stimuli}")
+                  json.dumps({"stimuli_file": str(stimuli)}))
     record = json.loads((_export(run_cli, tmp_path, f"mine={out}") / "mine.json").read_text())
     (entry,) = record["data"]["files"]
     assert entry == {"task": "lieder_base", "dataset": "lieder", "path": str(stimuli),

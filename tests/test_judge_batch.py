@@ -198,9 +198,9 @@ def test_a_run_killed_mid_poll_is_finished_by_resume_paying_nothing_twice(run_cl
     with StubOpenAIServer(responder=_elitr_judge, models=(), batch={"polls_to_finish": 10**9}) as srv:
         flags = ["--model", "ext-canned-gen", "--model_args", f"responses={tmp_path / 'responses.json'}",
                  "--tasks", task, "--limit", str(n), "--output_path", str(tmp_path / "out"), "--metadata",
-                 f"judge_base_url={srv.base_url}", f"judge_api_key_env={KEY_ENV}",
-                 f"judge_cache={tmp_path / 'cache.sqlite'}", f"answers_dir={answers}", "judge_batch=true",
-                 "judge_batch_poll=0.01"]
+                 json.dumps({"judge_base_url": srv.base_url, "judge_api_key_env": KEY_ENV,
+                             "judge_cache": str(tmp_path / "cache.sqlite"), "answers_dir": str(answers),
+                             "judge_batch": True, "judge_batch_poll": 0.01})]
         proc = subprocess.Popen([*LM_EVAL_EXT, "run", *flags], env=harness_env({KEY_ENV: KEY}),
                                 cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 600

@@ -9,6 +9,7 @@ how long it took.
 """
 from __future__ import annotations
 
+import json
 import sqlite3
 import threading
 import time
@@ -168,8 +169,9 @@ def test_a_judge_that_hangs_after_the_probe_stops_the_run_and_resume_finishes_it
         proc = run_cli([*LM_EVAL_EXT, "run", "--model", "ext-canned-gen",
                         "--model_args", f"responses={tmp_path / 'responses.json'}", "--tasks", "judged_toy",
                         "--include_path", str(folder), "--output_path", str(out), "--log_samples",
-                        "--metadata", f"judge_base_url={srv.base_url}", f"judge_api_key_env={KEY_ENV}",
-                        f"judge_cache={cache}", "judge_timeout=0.5", "judge_retry_wait=0.01"],
+                        "--metadata", json.dumps({"judge_base_url": srv.base_url, "judge_api_key_env": KEY_ENV,
+                                                  "judge_cache": str(cache), "judge_timeout": 0.5,
+                                                  "judge_retry_wait": 0.01})],
                        env={KEY_ENV: FAKE_KEY}, timeout=300)
         judge_posts = len([r for r in srv.requests if r["method"] == "POST"]) - 1
     assert proc.returncode == 2, proc.stderr[-3000:]
@@ -179,8 +181,9 @@ def test_a_judge_that_hangs_after_the_probe_stops_the_run_and_resume_finishes_it
     assert "3 judge calls in a row timed out or could not connect" in line
     saved = re.search(r"`lm-eval-ext resume (\S+)` finishes the judging", line).group(1)
     with StubOpenAIServer(responder=judge_scoring_all, models=()) as srv:
-        proc = run_cli(["lm-eval-ext", "resume", saved, "--metadata", f"judge_base_url={srv.base_url}",
-                        f"judge_api_key_env={KEY_ENV}", f"judge_cache={cache}"],
+        proc = run_cli(["lm-eval-ext", "resume", saved, "--metadata",
+                        json.dumps({"judge_base_url": srv.base_url, "judge_api_key_env": KEY_ENV,
+                                    "judge_cache": str(cache)})],
                        env={KEY_ENV: FAKE_KEY}, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     results, samples = results_and_samples(out, "judged_toy")

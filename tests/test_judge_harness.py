@@ -137,8 +137,9 @@ def test_lm_eval_ext_run_and_secrets(task_dir, tmp_path, run_cli):
                         "--model_args", f"responses={tmp_path / 'responses.json'}", "--tasks", "judged_toy",
                         "--include_path", str(task_dir), "--output_path", str(out), "--log_samples",
                         "--verbosity", "DEBUG",
-                        "--metadata", f"judge_base_url={srv.base_url}", f"judge_api_key_env={KEY_ENV}",
-                        f"judge_cache={tmp_path / 'judge_cache.sqlite'}", "judge_retry_wait=0.01"],
+                        "--metadata", json.dumps({"judge_base_url": srv.base_url, "judge_api_key_env": KEY_ENV,
+                                                  "judge_cache": str(tmp_path / "judge_cache.sqlite"),
+                                                  "judge_retry_wait": 0.01})],
                        env={KEY_ENV: FAKE_KEY, "OPENAI_LOG": "debug"}, timeout=300)
         assert proc.returncode == 0, proc.stderr[-3000:]
         assert all(r["headers"]["authorization"] == f"Bearer {FAKE_KEY}" for r in srv.requests)
@@ -158,8 +159,9 @@ def test_plain_lm_eval_run_with_api_model(task_dir, tmp_path, run_cli):
                         "--model_args", f"base_url={srv.chat_url},model=stub-answerer,tokenizer_backend=None",
                         "--apply_chat_template", "--tasks", "judged_toy", "--include_path", str(task_dir),
                         "--output_path", str(out), "--log_samples",
-                        "--metadata", f"judge_base_url={srv.base_url}", f"judge_api_key_env={KEY_ENV}",
-                        f"judge_cache={tmp_path / 'judge_cache.sqlite'}", "judge_model=cli-judge"],
+                        "--metadata", json.dumps({"judge_base_url": srv.base_url, "judge_api_key_env": KEY_ENV,
+                                                  "judge_cache": str(tmp_path / "judge_cache.sqlite"),
+                                                  "judge_model": "cli-judge"})],
                        env={KEY_ENV: FAKE_KEY}, timeout=300)
         assert proc.returncode == 0, proc.stderr[-3000:]
         judge_models = {b["model"] for b in judge_calls(srv) if b["messages"][-1]["content"].startswith("###")}
@@ -181,8 +183,9 @@ def test_unreachable_judge_in_a_run_is_one_paragraph(task_dir, tmp_path, run_cli
     proc = run_cli([*LM_EVAL_EXT, "run", "--model", "ext-canned-gen",
                     "--model_args", f"responses={tmp_path / 'responses.json'}", "--tasks", "judged_toy",
                     "--include_path", str(task_dir),
-                    "--metadata", f"judge_base_url=http://127.0.0.1:{port}/v1", f"judge_api_key_env={KEY_ENV}",
-                    f"judge_cache={tmp_path / 'c.sqlite'}", "judge_retries=1", "judge_retry_wait=0.01"],
+                    "--metadata", json.dumps({"judge_base_url": f"http://127.0.0.1:{port}/v1", "judge_api_key_env": KEY_ENV,
+                                              "judge_cache": str(tmp_path / "c.sqlite"), "judge_retries": 1,
+                                              "judge_retry_wait": 0.01})],
                    env={KEY_ENV: FAKE_KEY}, timeout=300)
     assert proc.returncode == 2
     assert "check(s) failed before the model was loaded" in proc.stderr, proc.stderr[-2000:]

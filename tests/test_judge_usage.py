@@ -148,9 +148,10 @@ def test_preflight_estimate_is_within_ten_percent_of_what_the_run_spent(run_cli,
         proc = run_cli([*LM_EVAL_EXT, "run", "--model", "ext-canned-gen", "--model_args",
                         f"responses={tmp_path / 'responses.json'}", "--tasks", task, "--limit", str(n),
                         "--output_path", str(tmp_path / "out"), "--metadata",
-                        f"judge_base_url={srv.base_url}", f"judge_api_key_env={KEY_ENV}",
-                        f"judge_cache={tmp_path / 'cache.sqlite'}", f"answers_dir={tmp_path / 'answers'}",
-                        "judge_price_input=30", "judge_price_output=60"],
+                        json.dumps({"judge_base_url": srv.base_url, "judge_api_key_env": KEY_ENV,
+                                    "judge_cache": str(tmp_path / "cache.sqlite"),
+                                    "answers_dir": str(tmp_path / "answers"),
+                                    "judge_price_input": 30, "judge_price_output": 60})],
                        env={KEY_ENV: "sk-lmx-usage-test-key-0123456789"}, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
     note = re.search(r"the judge: about (\d+) judge calls, ~(\d+\.\d)k input tokens, ~\$(\d+\.\d\d) at the given "

@@ -67,7 +67,7 @@ def test_generate_then_run_through_the_cli(run_cli, data_dir, tmp_path):
     table.write_text(json.dumps({"entries": entries, "default": None}))
     out = tmp_path / "out"
     proc = run_cli([*LM_EVAL_EXT, "run", "--model", "ext-loglik-table", "--model_args", f"table={table}",
-                    "--tasks", "lieder_base", "--metadata", f"stimuli_file={stimuli}", "--output_path", str(out)])
+                    "--tasks", "lieder_base", "--metadata", json.dumps({"stimuli_file": str(stimuli)}), "--output_path", str(out)])
     assert proc.returncode == 0, proc.stderr[-3000:]
     results = json.loads(next(out.rglob("results_*.json")).read_text())
     assert results["n-samples"]["lieder_base"]["effective"] == 3

@@ -142,7 +142,7 @@ def test_setup_from_yaml_and_metadata():
     assert options.setup_from("o", {"setting": "oracle"}, {}).positions == ()
     generated = options.setup_from("g", {"setting": "kv", "generated": True}, {"litm_kv_pairs": 12, "litm_kv_seed": 3})
     assert (generated.k, generated.positions, generated.kv_examples, generated.kv_seed) == (12, (0, 2, 5, 8, 11), 500, 3)
-    with pytest.raises(UserError, match="litm_kv_pairs=N"):
+    with pytest.raises(UserError, match=re.escape("""--metadata '{"litm_kv_pairs": 1000}'""")):
         options.setup_from("g", {"setting": "kv", "generated": True}, {})
     with pytest.raises(UserError, match="litm_too_long='cut'"):
         options.setup_from("x", {"setting": "qa", "k": 20}, {"litm_too_long": "cut"})

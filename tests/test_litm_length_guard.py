@@ -1,6 +1,8 @@
 """The long-prompt check: where the context length and tokenizer come from, and the fit rule."""
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from doubles import LM_EVAL_EXT
@@ -99,13 +101,13 @@ def test_a_task_whose_every_prompt_is_too_long_stops_before_generating(run_cli, 
         responses.write_text('{"rules": [], "default": "an answer"}')
         # the scripted model takes no max_length: the task reads the window from --metadata as well
         model = ["--model", "ext-canned-gen", "--model_args", f"responses={responses},calls_log={tmp_path / 'calls'}",
-                 "--metadata", "max_length=512", f"tokenizer={tiny_model_dir}"]
+                 "--metadata", json.dumps({"max_length": 512, "tokenizer": str(tiny_model_dir)})]
     program = [*LM_EVAL_EXT] if command == "lm-eval-ext" else [command]  # the scripted model is a test double
     proc = run_cli([*program, "run", *model, "--tasks", "litm_kv_75keys", "--limit", "3", "--output_path", str(out),
                     "--log_samples"], timeout=900)
     assert proc.returncode != 0
     assert "Task litm_kv_75keys: none of its 3 prompts fits the model's context length 512" in proc.stderr
-    assert "litm_too_long=truncate" in proc.stderr and "max_length=N" in proc.stderr
+    assert """--metadata '{"litm_too_long": "truncate"}'""" in proc.stderr and "max_length=N" in proc.stderr
     assert not list(out.rglob("results_*.json")) and not (tmp_path / "calls").exists()
     if command == "lm-eval-ext":
         assert proc.returncode == 2 and "Traceback" not in proc.stderr

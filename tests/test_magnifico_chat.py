@@ -184,7 +184,7 @@ def test_chat_replies_score_what_the_same_query_scores_as_a_completion(data_dir,
     with StubOpenAIServer(responder=_chat_reply(script), honour_stop=True) as srv:
         proc = run_cli(["lm_eval", "run", "--model", "local-chat-completions", "--model_args",
                         f"base_url={srv.chat_url},model=stub", "--apply_chat_template", "--tasks", TASK,
-                        "--limit", str(LIMIT), "--metadata", f"interpretations={INTERPRETATION}",
+                        "--limit", str(LIMIT), "--metadata", json.dumps({"interpretations": INTERPRETATION}),
                         "--confirm_run_unsafe_code", "--output_path", str(out), "--log_samples"], timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     (results_file,) = out.rglob("results_*.json")

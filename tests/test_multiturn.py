@@ -221,7 +221,7 @@ def test_both_commands_run_multi_turn_with_a_plain_model(run_cli, data_dir, tmp_
     out = tmp_path / "out"
     proc = run_cli([*command, "--model", "ext-canned-gen", "--model_args",
                     f"responses={model['responses']},calls_log={model['calls_log']}", "--tasks", "elitr_bench_qa_dev_mt",
-                    "--limit", "2", "--metadata", "qa_markers=true", "--predict_only", "--log_samples",
+                    "--limit", "2", "--metadata", json.dumps({"qa_markers": True}), "--predict_only", "--log_samples",
                     "--output_path", str(out)], timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert [call["n_requests"] for call in read_calls(tmp_path)] == [1, 1]

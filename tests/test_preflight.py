@@ -76,7 +76,7 @@ def test_missing_data_is_found_before_the_model(run_cli, tmp_path):
 
 def test_items_without_a_database_are_counted_before_the_run(run_cli, data_dir, tmp_path):
     proc = run_cli(["lm-eval-ext", "check", "--tasks", "magnifico_direct_base", "--confirm_run_unsafe_code",
-                    "--metadata", "interpretations=maximum"], timeout=600)
+                    "--metadata", json.dumps({"interpretations": "maximum"})], timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     missing = sum(1 for line in (data_dir / "magnifico/magnifico_data/maximum/baseline/test.tsv").read_text()
                   .splitlines()[1:] if line.split("\t")[1].startswith("baseball_1:"))
@@ -86,13 +86,13 @@ def test_items_without_a_database_are_counted_before_the_run(run_cli, data_dir, 
             "within its budget)") in proc.stdout
 
 
-def _judged_run(run_cli, tmp_path, judge_flags: list[str], env: dict, command=(*LM_EVAL_EXT, "run")):
+def _judged_run(run_cli, tmp_path, judge_options: dict, env: dict, command=(*LM_EVAL_EXT, "run")):
     return run_cli([*command, *_canned(tmp_path), "--tasks", "elitr_bench_qa_dev_st", "--limit", "2",
-                    "--metadata", *judge_flags, "judge_cache=none"], env=env, timeout=600)
+                    "--metadata", json.dumps({**judge_options, "judge_cache": "none"})], env=env, timeout=600)
 
 
 def test_judge_without_a_key(run_cli, data_dir, tmp_path):
-    proc = _judged_run(run_cli, tmp_path, ["judge_base_url=http://127.0.0.1:9/v1", f"judge_api_key_env={KEY_ENV}"], {})
+    proc = _judged_run(run_cli, tmp_path, {"judge_base_url": "http://127.0.0.1:9/v1", "judge_api_key_env": KEY_ENV}, {})
     assert proc.returncode == 2
     (paragraph,) = _paragraphs(proc.stderr)
     assert f"The judge needs an API key in the environment variable {KEY_ENV}, which is not set" in paragraph
@@ -106,7 +106,7 @@ def test_judge_without_a_key(run_cli, data_dir, tmp_path):
 ])
 def test_judge_that_cannot_judge(run_cli, data_dir, tmp_path, case, stub, expected):
     with StubOpenAIServer(**stub) as srv:
-        proc = _judged_run(run_cli, tmp_path, [f"judge_base_url={srv.base_url}", f"judge_api_key_env={KEY_ENV}"],
+        proc = _judged_run(run_cli, tmp_path, {"judge_base_url": srv.base_url, "judge_api_key_env": KEY_ENV},
                            {KEY_ENV: KEY})
         assert len([r for r in srv.requests if r["method"] == "POST"]) <= 1  # one probe at most
     assert proc.returncode == 2, case
@@ -122,7 +122,7 @@ def test_unreachable_judge_with_the_plain_harness_stops_before_generating(run_cl
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    proc = _judged_run(run_cli, tmp_path, [f"judge_base_url=http://127.0.0.1:{port}/v1", f"judge_api_key_env={KEY_ENV}"],
+    proc = _judged_run(run_cli, tmp_path, {"judge_base_url": f"http://127.0.0.1:{port}/v1", "judge_api_key_env": KEY_ENV},
                        {KEY_ENV: KEY}, command=(*LM_EVAL, "run"))
     assert proc.returncode != 0
     assert f"The judge at 127.0.0.1:{port}" in proc.stderr and "cannot be reached" in proc.stderr

@@ -59,9 +59,9 @@ def _setup(tmp_path: Path, pretrained: Path | None = None) -> tuple[list[str], P
 
 
 def _metadata(srv, tmp_path: Path, answers: Path, **extra) -> list[str]:
-    return ["--metadata", f"judge_base_url={srv.base_url}", f"judge_api_key_env={KEY_ENV}",
-            f"judge_cache={tmp_path / 'verdicts.sqlite'}", f"answers_dir={answers}", "judge_concurrency=1",
-            *(f"{k}={v}" for k, v in extra.items())]
+    return ["--metadata", json.dumps({"judge_base_url": srv.base_url, "judge_api_key_env": KEY_ENV,
+                                      "judge_cache": str(tmp_path / "verdicts.sqlite"), "answers_dir": str(answers),
+                                      "judge_concurrency": 1, **extra})]
 
 
 def _results(out: Path) -> list[dict]:

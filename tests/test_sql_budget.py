@@ -130,7 +130,7 @@ def _run_task(run_cli, tmp_path: Path, name: str, responses: Path) -> list[dict]
     out = tmp_path / name
     proc = run_cli([*LM_EVAL_EXT, "run", "--model", "ext-canned-gen", "--model_args", f"responses={responses}",
                     "--tasks", "magnifico_direct_base", "--confirm_run_unsafe_code", "--metadata",
-                    "interpretations=maximum", "budget=4000000", "--output_path", str(out), "--log_samples"],
+                    json.dumps({"interpretations": "maximum", "budget": 4000000}), "--output_path", str(out), "--log_samples"],
                    timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
     (samples_file,) = out.rglob("samples_magnifico_direct_base_*.jsonl")

@@ -100,7 +100,7 @@ def test_multi_turn_prompt_too_long(run_cli, tiny_model_dir, data_dir, tmp_path)
                    timeout=600)
     paragraph = _paragraph(proc)
     assert "2 prompt(s) of turn 1 do not fit" in paragraph and "at most 1016 prompt tokens" in paragraph
-    assert "overflow=truncate" in paragraph
+    assert """--metadata '{"overflow": "truncate"}'""" in paragraph
 
 
 @pytest.mark.slow

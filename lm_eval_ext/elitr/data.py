@@ -7,7 +7,7 @@ training-data contamination, so their plain text is never written to disk.
 Transcripts are the English manual transcripts of the ELITR Minuting Corpus,
 ``elitr-minuting-corpus-en/<split>/<meeting>/transcript_MAN*.txt``. They come from the data
 layer (the registered files: mirror, cache, or the corpus archive), or from a directory of
-the official corpus layout that the user gives (``--metadata elitr_corpus=DIR`` or
+the official corpus layout that the user gives (``--metadata '{"elitr_corpus": "DIR"}'`` or
 ``$LM_EVAL_EXT_ELITR_CORPUS``; DIR holds ``elitr-minuting-corpus-en/`` or is that folder).
 When a meeting has several ``transcript_MAN*`` files, the first by name is used and logged.
 A transcript is used as is: the whole file's text, read like the authors' code does.
@@ -20,7 +20,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from ..errors import UserError
+from ..errors import UserError, metadata_arg
 
 log = logging.getLogger(__name__)
 
@@ -137,7 +137,7 @@ def read_transcript(split: str, meeting: str, corpus: Path | None = None) -> Tra
                        if pinned.path.startswith(prefix) and PurePosixPath(pinned.path).match(TRANSCRIPT_PATTERN))
         if not names:
             raise ElitrDataError(f"The data registry has no transcript for meeting {meeting} ({split}); give the "
-                                 f"ELITR corpus with --metadata elitr_corpus=DIR or ${CORPUS_ENV}.")
+                                 f"ELITR corpus with {metadata_arg(elitr_corpus='DIR')} or ${CORPUS_ENV}.")
         path = resolve_file(DATASET, prefix + names[0])
     if len(names) > 1:
         log.info("%s has %d transcripts (%s); using the first by name, %s", meeting, len(names), ", ".join(names), names[0])

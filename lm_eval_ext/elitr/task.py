@@ -10,7 +10,7 @@ turn k of its meeting's conversation, an ``ext_conversation`` request that any h
 answers turn by turn, each turn seeing the model's own earlier answers (lm_eval_ext.conversation);
 each rank takes whole meetings, so a conversation is never split across processes.
 
-Task options (``--metadata key=value``): ``qa_markers=true`` (``QUESTION: ... ANSWER:``),
+Task options (``--metadata '{"key": value}'``): ``qa_markers=true`` (``QUESTION: ... ANSWER:``),
 ``overflow=error|truncate`` (a prompt longer than the model's context: stop before generating,
 or cut the middle of its transcript and count it in ``prompts_truncated``), ``elitr_corpus=DIR``
 (transcripts from your copy of the ELITR corpus), and the judge's ``judge_*`` options
@@ -24,7 +24,7 @@ import datasets
 from lm_eval.api.metrics import mean
 
 from ..conversation import OVERFLOW_POLICIES, Turn, render, turn_messages
-from ..errors import UserError
+from ..errors import UserError, metadata_arg
 from ..judge.harness import GENERATION_KEY, JudgedTask, judge_output, judge_result
 from ..prompt_length import LengthCheckError, PromptTooLongError, resolve_budget, shorten_middle
 from .data import build_documents
@@ -34,7 +34,7 @@ from .prompts import answer_template, format_question, user_messages
 MODES = ("st", "mt")
 _TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off"}
 FIX = ("Use a model with a longer context (or give its real length with max_length=N in --model_args), lower "
-       "max_gen_toks (--gen_kwargs max_gen_toks=N), or pass --metadata overflow=truncate to cut the middle of "
+       f"max_gen_toks (--gen_kwargs max_gen_toks=N), or pass {metadata_arg(overflow='truncate')} to cut the middle of "
        "the transcript of the prompts that do not fit (they are counted in `prompts_truncated`).")
 
 

@@ -34,7 +34,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from .client import CallBudget, ItemRejected, JudgeClient, TransientError, reply_text
-from .config import JudgeConfig, cli_flag, metadata_name
+from .config import JudgeConfig, how_to_set
 from .errors import JudgeError
 from .records import FAILED, JudgeResult
 from .usage import METER, ItemUsage, reply_usage
@@ -68,7 +68,7 @@ def split(lines: list[bytes], max_requests: int, max_bytes: int) -> list[list[by
         if not chunks or len(chunks[-1]) >= max_requests or size + len(line) > max_bytes:
             if len(line) > max_bytes:
                 raise JudgeBatchError(f"One judge request is {len(line):,} bytes, more than a batch file may hold "
-                                      f"({max_bytes:,}; {cli_flag('batch_max_bytes')}); judge without batch.")
+                                      f"({max_bytes:,}, set with {how_to_set('batch_max_bytes', 'BYTES')}); judge without batch.")
             chunks.append([])
             size = 0
         chunks[-1].append(line)
@@ -133,7 +133,7 @@ class BatchRunner:
             raise JudgeBatchError(
                 f"The judge's batch API at {self.config.base_url_host()} failed to {what} ({type(err).__name__}: "
                 f"{err}). Batches already submitted are saved in {self.state_dir} and are collected by the next run; "
-                f"without the batch API, judge live ({cli_flag('batch')} off / --metadata {metadata_name('batch')}=false)."
+                f"without the batch API, judge live ({how_to_set('batch', 'false')})."
             ) from None
 
     # -- saved batches ------------------------------------------------------------------------

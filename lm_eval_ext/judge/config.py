@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-import json
 import os
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -27,6 +26,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from ..errors import metadata_arg
 from .definitions import JUDGES
 from .errors import JudgeConfigError
 
@@ -150,7 +150,7 @@ def env_name(option: str) -> str:
 
 
 def metadata_name(option: str) -> str:
-    """``model`` -> ``judge_model`` (``--metadata judge_model=...``); ``judge`` -> ``judge``."""
+    """``model`` -> ``judge_model`` (the ``--metadata`` key); ``judge`` -> ``judge``."""
     return METADATA_PREFIX if option == "judge" else f"{METADATA_PREFIX}_{option}"
 
 
@@ -186,7 +186,7 @@ def how_to_set(option: str, value: str = "...") -> str:
     reads; lm-eval 0.5 reads no other)."""
     if _JUDGE_FLAGS:
         return f"{cli_flag(option)} {value}"
-    return f"--metadata '{json.dumps({metadata_name(option): value})}'"
+    return metadata_arg(**{metadata_name(option): value})
 
 
 def _coerce(option: dataclasses.Field, value: Any, source: str) -> Any:
@@ -304,8 +304,8 @@ def _check(config: JudgeConfig) -> None:
     if config.cost_limit is not None and (config.price_input is None or config.price_output is None):
         raise JudgeConfigError(
             f"The judge's cost limit (${config.cost_limit:g}) needs the judge model's prices: give "
-            f"{cli_flag('price_input')} and {cli_flag('price_output')} (dollars per million tokens; --metadata "
-            f"{metadata_name('price_input')}=... {metadata_name('price_output')}=...), or drop the limit.")
+            f"{how_to_set('price_input', 'DOLLARS')} and {how_to_set('price_output', 'DOLLARS')} (dollars per million "
+            "tokens), or drop the limit.")
     if not 0 <= config.batch_discount < 1:
         raise JudgeConfigError(f"The judge option 'batch_discount' is a fraction of the price from 0 to below 1 "
                                f"(OpenAI's batch API: 0.5), not {config.batch_discount}.")
@@ -314,7 +314,7 @@ def _check(config: JudgeConfig) -> None:
             raise JudgeConfigError(f"The judge option {name!r} must be above 0, not {getattr(config, name)}.")
     if config.batch_detach and not config.batch:
         raise JudgeConfigError(f"The judge option 'batch_detach' only applies to batch judging: add "
-                               f"{cli_flag('batch')} (--metadata {metadata_name('batch')}=true).")
+                               f"{how_to_set('batch', 'true')}.")
     parts = urlsplit(config.base_url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise JudgeConfigError(f"The judge base URL {config.base_url!r} is not an http(s) URL; give the API root, "

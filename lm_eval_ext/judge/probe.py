@@ -4,7 +4,7 @@
 every judge call: a reply that keeps arriving is cut) and the size cap of every judge reply: the
 endpoint's model list (is the model served?) and one judge request on a trivial item (does the
 reply carry a score the judge's parser reads?). A failure is one :class:`JudgeError` paragraph. The judge's
-cache is not used: a probe must reach the endpoint. ``--metadata judge_check=false`` skips it
+cache is not used: a probe must reach the endpoint. ``--metadata '{"judge_check": false}'`` skips it
 (a rerun whose verdicts are all cached needs no judge).
 """
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 
 from .client import CallBudget, ItemRejected, JudgeClient, TransientError
-from .config import JudgeConfig, metadata_name
+from .config import JudgeConfig, how_to_set, metadata_name
 from .errors import JudgeRequestRejected, JudgeUnreachableError
 from .records import JudgeItem
 from .templates import judge_setup
@@ -28,7 +28,7 @@ def probe(config: JudgeConfig) -> None:
     client = JudgeClient(config, stop=threading.Event(), budget=CallBudget(None))  # raises when the key is missing
     where = f"The judge at {config.base_url_host()} (model {setup.model})"
     fix = (f"Check {metadata_name('base_url')}, {metadata_name('model')} and the key in {config.api_key_env}; "
-           f"--metadata {metadata_name('check')}=false skips this check (only for a rerun whose verdicts are all cached).")
+           f"{how_to_set('check', 'false')} skips this check (only for a rerun whose verdicts are all cached).")
     try:
         served = _served_models(client, where, fix)
         if served is not None and setup.model not in served:

@@ -20,7 +20,7 @@ import math
 import threading
 from collections.abc import Iterable
 
-from .config import JudgeConfig, cli_flag, metadata_name
+from .config import JudgeConfig, how_to_set
 from .errors import JudgeError
 
 CHARS_PER_TOKEN = 4
@@ -185,8 +185,8 @@ def limit_message(config: JudgeConfig, spent: float) -> str:
     """The paragraph of a run stopped by its cost limit."""
     return (f"The judge stopped before its cost limit of ${config.cost_limit:,.2f} would be passed (spent so far by "
             f"this run: ${spent:,.2f} at ${config.price_input:g}/${config.price_output:g} per million input/output "
-            f"tokens); the verdicts given so far are in the judge's cache. Raise the limit ({cli_flag('cost_limit')} / "
-            f"--metadata {metadata_name('cost_limit')}=DOLLARS) and judge the rest.")
+            f"tokens); the verdicts given so far are in the judge's cache. Raise the limit ({how_to_set('cost_limit', 'DOLLARS')}) "
+            "and judge the rest.")
 
 
 METER = CostMeter()  # one per process: cost_limit bounds all the tasks of a run together

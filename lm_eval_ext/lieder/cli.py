@@ -4,6 +4,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ..errors import metadata_arg
+
 
 def add_lieder_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """Add ``lieder`` (with ``generate``) to a CLI's subparsers; each leaf sets ``func(args) -> int``."""
@@ -14,7 +16,7 @@ def add_lieder_parser(subparsers: argparse._SubParsersAction) -> argparse.Argume
         help="write a LIEDER stimulus set for your own nouns, verbs and names",
         description="Write a LIEDER-style stimulus set (the paper's design) for the items of LEXICON, "
         "a JSON list described in lm_eval_ext/lieder/generator.py and tasks/lieder/README.md. "
-        "Run it with: lm-eval-ext run ... --tasks lieder_<set> --metadata stimuli_file=OUTPUT",
+        f"Run it with: lm-eval-ext run ... --tasks lieder_<set> {metadata_arg(stimuli_file='OUTPUT')}",
     )
     generate.add_argument("lexicon", metavar="LEXICON", help="JSON list of lexical items")
     generate.add_argument("--set", dest="stimulus_set", choices=("base", "diff", "two"), default="base")

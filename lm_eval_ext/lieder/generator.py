@@ -10,7 +10,7 @@ A lexicon is a JSON list of items; each item gives the words one noun's sentence
 giving "John owns a dog but Mark doesn't own a dog.", "I know that John owns a dog ...",
 "John managed to adopt a dog ..." and the two continuations. The output is the stimuli
 JSONL format of the published sets, in their row order, so the LIEDER tasks read it with
-``--metadata stimuli_file=FILE``. With the published lexicon it reproduces the published
+``--metadata '{"stimuli_file": "FILE"}'``. With the published lexicon it reproduces the published
 ``base``, ``diff`` and ``two`` files byte for byte (tested).
 """
 from __future__ import annotations

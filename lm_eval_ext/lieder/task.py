@@ -23,7 +23,7 @@ from .stimuli import read_groups
 def load_stimuli(stimulus_set: str, stimuli_file: str | None = None, **_metadata) -> dict[str, datasets.Dataset]:
     """Load one stimulus set as the task's test split.
 
-    ``stimuli_file`` (``--metadata stimuli_file=PATH``) replaces the published file,
+    ``stimuli_file`` (``--metadata '{"stimuli_file": "PATH"}'``) replaces the published file,
     e.g. with a set from the stimulus generator; it must use the same JSONL format.
     """
     from ..data import resolve_file  # the data layer is only needed once a task is built

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..errors import UserError
+from ..errors import UserError, metadata_arg
 
 SETTINGS = ("qa", "oracle", "closedbook", "kv")
 TOO_LONG_POLICIES = ("skip", "truncate")
@@ -73,11 +73,11 @@ def parse_positions(value, k: int, task: str) -> tuple[int, ...]:
         items = None
     if not items or not all(isinstance(p, int) and not isinstance(p, bool) for p in items):
         raise OptionError(f"{task}: positions {value!r} are not understood. Give 0-based gold indices, e.g. "
-                          "--metadata litm_positions=[0,9,19] (or litm_positions=all).")
+                          f"{metadata_arg(litm_positions=[0, 9, 19])} (or \"all\").")
     bad = [p for p in items if not 0 <= p < k]
     if bad:
         raise OptionError(f"{task}: gold positions {bad} are outside 0..{k - 1} (this task has {k} items; positions "
-                          "are 0-based: the first item is 0). --metadata litm_positions applies to every Lost in the "
+                          "are 0-based: the first item is 0). The litm_positions of --metadata apply to every Lost in the "
                           "Middle task of the run: run tasks of different sizes separately.")
     return tuple(sorted(set(items)))
 
@@ -106,7 +106,8 @@ def setup_from(task: str, dataset_kwargs: dict, metadata: dict) -> LitmSetup:
         k = _int_option(metadata, "litm_kv_pairs", None, task, 2)
         if k is None:
             raise OptionError(f"{task} runs on generated key-value data and needs the number of pairs: "
-                              "--metadata litm_kv_pairs=N (and optionally litm_kv_examples=500, litm_kv_seed=0).")
+                              f"{metadata_arg(litm_kv_pairs=1000)} for 1000 (an integer; optionally also litm_kv_examples, "
+                              "default 500, and litm_kv_seed, default 0).")
     if not isinstance(k, int) or isinstance(k, bool):
         raise OptionError(f"{task}: dataset_kwargs.k must be an integer, got {k!r}.")
     positions: tuple[int, ...] = ()

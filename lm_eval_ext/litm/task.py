@@ -19,6 +19,7 @@ import datasets
 from lm_eval.api.metrics import mean
 
 from .. import sweeps
+from ..errors import metadata_arg
 from ..prompt_length import LengthBudget, Verdict, require_prompts_left, resolve_budget
 from ..task_base import ExtTask
 from .contexts import kv_context, qa_context
@@ -32,7 +33,7 @@ log = logging.getLogger(__name__)
 LENGTH_METRICS = ("prompts_skipped", "prompts_truncated")
 REMEDIES = ("What would help: a model with a longer context (and max_length=N in --model_args, up to what the model "
             "supports), a task with shorter prompts (fewer documents or keys: litm_qa_10docs, litm_kv_75keys, or "
-            "litm_qa_oracle), or --metadata litm_too_long=truncate to send them anyway, cut at the start by the model "
+            f"litm_qa_oracle), or {metadata_arg(litm_too_long='truncate')} to send them anyway, cut at the start by the model "
             "adapter (scored and counted in prompts_truncated: not the published prompts).")
 SWEEP_METRICS = ("acc_gap", "acc_middle_drop")
 

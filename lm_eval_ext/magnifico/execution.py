@@ -55,12 +55,12 @@ class ExecutionOptions:
 
     def __post_init__(self) -> None:
         if self.comparison not in COMPARISONS:
-            raise ExecutionOptionError(f"Unknown comparison {self.comparison!r} (--metadata comparison=...); "
+            raise ExecutionOptionError(f"Unknown comparison {self.comparison!r} (the --metadata option comparison); "
                                        f"use one of {', '.join(COMPARISONS)}.")
         if (not self.timeout > 0 or self.budget < Limits.check_every or self.max_rows < 1
                 or (self.workers is not None and self.workers < 1)):
             raise ExecutionOptionError(
-                f"--metadata budget must be at least {Limits.check_every} SQLite instructions, timeout > 0 seconds, "
+                f"The --metadata option budget must be at least {Limits.check_every} SQLite instructions, timeout > 0 seconds, "
                 f"max_rows and workers at least 1 (got budget={self.budget}, timeout={self.timeout}, "
                 f"max_rows={self.max_rows}, workers={self.workers}).")
 
@@ -77,7 +77,7 @@ def execution_options(metadata: dict) -> ExecutionOptions:
         try:
             return None if value is None else kind(value)
         except (TypeError, ValueError):
-            raise ExecutionOptionError(f"--metadata {key}={value!r} is not a valid {kind.__name__}.") from None
+            raise ExecutionOptionError(f"The --metadata option {key} ({value!r}) is not a valid {kind.__name__}.") from None
 
     return ExecutionOptions(budget=number("budget", int, Limits.budget), timeout=number("timeout", float, Limits.timeout),
                             max_rows=number("max_rows", int, 100_000),

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import UserError
+from ..errors import UserError, metadata_arg
 from .facts import INTERPRETATIONS
 
 # paper form name -> folder name in magnifico_data/<interpretation>/
@@ -59,7 +59,7 @@ class Interpretation:
 
 def _require_word(word: str | None) -> str:
     if not word or not word.strip():
-        raise InterpretationError("The concept form needs a form word: add --metadata form_word=WORD (the word "
+        raise InterpretationError(f"The concept form needs a form word: add {metadata_arg(form_word='WORD')} (the word "
                                   "that stands for each interpretation in the questions and descriptions).")
     return word.strip()
 

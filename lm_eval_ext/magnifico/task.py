@@ -52,8 +52,8 @@ class MagnificoOptionError(UserError):
 def _selected_interpretations(metadata: dict) -> set[str] | None:
     selected = metadata.get("interpretations")
     if isinstance(selected, str):
-        # commas (JSON, TaskManager) or spaces: `--metadata "interpretations=maximum average"`, since the
-        # harness's key=value parser splits on commas
+        # a JSON list, or a string with commas (TaskManager) or spaces (`--metadata "interpretations=maximum
+        # average"` on 0.4.13, whose key=value parser splits on commas)
         return {s for s in re.split(r"[,\s]+", selected) if s}
     return None if selected is None else {str(s) for s in selected}
 

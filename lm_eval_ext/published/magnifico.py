@@ -10,7 +10,7 @@ like our ``rel_perf``.
 Our tasks: Dialogue is ``magnifico_dialogue_start_<form>`` (the authors' default conversations,
 which explain the meaning near their start; those tasks have exactly the 8 interpretations);
 Description is ``magnifico_description_<form>`` restricted to the same 8 interpretations (run it
-with ``--metadata interpretations=`` :data:`DIALOGUE_INTERPRETATIONS`).
+with the ``--metadata`` option ``interpretations`` set to :data:`DIALOGUE_INTERPRETATIONS`).
 """
 from __future__ import annotations
 

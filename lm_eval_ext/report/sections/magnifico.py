@@ -23,6 +23,7 @@ from matplotlib import colormaps
 from matplotlib.cm import ScalarMappable
 from matplotlib.colors import Normalize
 
+from ...errors import metadata_arg
 from ...metrics.relative import mean_scores, relative_performance
 from ...published import Published
 from ...published.magnifico import DIALOGUE_INTERPRETATIONS
@@ -376,7 +377,7 @@ def _table3_figure(models: list[Model], settings: list[Setting], published: Publ
     if other_sets:
         caption += (" Not over Table 3's 8 interpretations, so not directly comparable: " +
                     "; ".join(dict.fromkeys(other_sets)) +
-                    " (run it with --metadata interpretations=" + ",".join(DIALOGUE_INTERPRETATIONS) + ").")
+                    f" (run it with {metadata_arg(interpretations=list(DIALOGUE_INTERPRETATIONS))}).")
     return Figure("magnifico_table3", "MAGNIFICo: description vs dialogue, beside the paper's Table 3", caption, fig)
 
 
