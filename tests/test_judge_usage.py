@@ -101,7 +101,9 @@ def test_cost_limit_stops_before_it_would_be_passed_and_a_rerun_finishes(tmp_pat
             judge.run(items(6))
         assert srv.call_count == 3
         message = str(stopped.value)
-        assert "\n" not in message and f"${limit:,.2f}" in message and "--judge-cost-limit" in message
+        # the Python API sets judge options through --metadata (the --judge-* flags are lm-eval-ext check's)
+        assert "\n" not in message and f"${limit:,.2f}" in message
+        assert """Raise the limit (--metadata '{"judge_cost_limit": "DOLLARS"}')""" in message
         assert METER.spent <= limit
         with sqlite3.connect(tmp_path / "cache.sqlite") as db:  # what was judged is kept
             assert db.execute("SELECT COUNT(*) FROM judge_replies").fetchone() == (3,)
