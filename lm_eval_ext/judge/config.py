@@ -186,7 +186,8 @@ def how_to_set(option: str, value: str = "...") -> str:
     reads; lm-eval 0.5 reads no other)."""
     if _JUDGE_FLAGS:
         return f"{cli_flag(option)} {value}"
-    return metadata_arg(**{metadata_name(option): value})
+    # true/false as JSON booleans, like the harness's own parsing; other values stay text (the judge coerces them)
+    return metadata_arg(**{metadata_name(option): {"true": True, "false": False}.get(value, value)})
 
 
 def _coerce(option: dataclasses.Field, value: Any, source: str) -> Any:
