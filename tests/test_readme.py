@@ -1,0 +1,75 @@
+"""The README's run snippets (its `lm_eval` commands and the `simple_evaluate` script) run as written on a
+machine without a GPU, and write their results.
+
+Two substitutions, and only these, because the test suite has no network and a few minutes at most:
+
+- the model: ``EleutherAI/pythia-160m`` becomes the tiny random model built offline (``tiny_model_dir``), the
+  other arguments staying as written (the tests download no model);
+- ``--limit 2`` (``limit=2`` in Python): the check is that the snippet runs through and writes its results;
+  all of ``lieder_base`` on a CPU adds minutes and nothing to that.
+
+No ``--device`` is added: what runs is what the README says, with the harness's defaults on a CPU machine.
+"""
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+README_MODEL = "EleutherAI/pythia-160m"
+
+pytestmark = pytest.mark.slow
+
+
+def _blocks(language: str) -> list[str]:
+    return re.findall(rf"```{language}\n(.*?)```", README.read_text(encoding="utf-8"), re.S)
+
+
+def _lm_eval_commands() -> list[str]:
+    """Every ``lm_eval ...`` command of the README's bash blocks, continuation lines joined, comments dropped."""
+    commands = []
+    for block in _blocks("bash"):
+        for command in block.replace("\\\n", " ").splitlines():
+            command = re.sub(r"\s+#.*$", "", command).strip()
+            if command.startswith("lm_eval "):
+                commands.append(" ".join(command.split()))
+    return commands
+
+
+def _on_the_tiny_model(text: str, model: Path) -> str:
+    assert README_MODEL in text, text
+    return text.replace(README_MODEL, str(model))
+
+
+def test_the_readme_has_the_snippets_this_test_runs():
+    commands = _lm_eval_commands()
+    assert [c.split()[1] for c in commands] == ["run", "ls", "validate"], commands
+    assert [b for b in _blocks("python") if "simple_evaluate" in b], "no simple_evaluate snippet in README.md"
+
+
+def test_lm_eval_commands_as_written(run_cli, tiny_model_dir, data_dir, tmp_path):
+    for command in _lm_eval_commands():
+        argv = command.split()
+        if argv[1] == "run":
+            argv = _on_the_tiny_model(command, tiny_model_dir).split() + ["--limit", "2"]
+        proc = run_cli(argv, cwd=tmp_path, timeout=900)
+        assert proc.returncode == 0, f"{command}\n{proc.stderr[-3000:]}"
+        if argv[1] == "run":
+            assert len(list((tmp_path / "results").rglob("results_*.json"))) == 1, command
+            assert len(list((tmp_path / "results").rglob("samples_lieder_base_*.jsonl"))) == 1, command
+        if argv[1] == "ls":
+            assert "lieder_base" in proc.stdout and "magnifico_direct_base" in proc.stdout
+
+
+def test_simple_evaluate_as_written(run_cli, tiny_model_dir, data_dir, tmp_path):
+    (snippet,) = [b for b in _blocks("python") if "simple_evaluate" in b]
+    script = _on_the_tiny_model(snippet, tiny_model_dir)
+    assert script.count('tasks=["lieder_base"]') == 1, snippet
+    script = script.replace('tasks=["lieder_base"]', 'tasks=["lieder_base"], limit=2')
+    script += 'print("scored:", sorted(results["results"]["lieder_base"]))\n'
+    proc = run_cli([sys.executable, "-c", script], cwd=tmp_path, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "scored: " in proc.stdout and "'acc,none'" in proc.stdout, proc.stdout[-2000:]
