@@ -25,6 +25,12 @@ _FROM_CHECKOUT = importlib.util.find_spec("lm_eval_ext") is None
 if _FROM_CHECKOUT:
     sys.path.insert(0, str(PROJECT_ROOT))
 
+# One torch thread per process (a user's own setting wins): pytest-xdist already runs a worker per core, and
+# torch's default of a thread per core in every worker and harness subprocess oversubscribes the cores, where
+# its threads' spin-waiting burns CPU time (measured: the tiny model's runs take 40% less CPU). Set before
+# anything imports torch; subprocesses inherit it.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
 # Subprocesses started by run_cli get these on top of the current environment.
 OFFLINE_ENV = {
     "HF_HUB_OFFLINE": "1",
@@ -37,9 +43,10 @@ OFFLINE_ENV = {
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory) -> Path:
     """Directory of the tiny random Llama (2 layers, hidden 64, vocab 1000), built once per session."""
+    from helpers.once import built_once
     from lm_eval_ext.testing.tiny_model import build_tiny_model
 
-    return build_tiny_model(tmp_path_factory.mktemp("tiny_model"))
+    return built_once(tmp_path_factory, "tiny_model", build_tiny_model)
 
 
 @pytest.fixture
@@ -74,12 +81,21 @@ def pytest_configure(config):
                                 "mirror, or unset it to skip the tests that need the datasets.")
 
 
-@pytest.hookimpl(tryfirst=True)  # before `-m` selects by marker
+# Fixtures that start processes: a subprocess per call (run_cli) or harness runs built once per test run.
+SLOW_FIXTURES = {"run_cli", "tiny_model_dir", "lieder_scripted", "lieder_tiny", "litm_scripted", "magnifico_scripted",
+                 "elitr_scripted"}
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` selects by marker (and before pytest-xdist reads xdist_group)
 def pytest_collection_modifyitems(items):
-    # Every test that takes the mirror is marked, so `-m "not requires_data"` selects the rest.
+    # Every test that takes the mirror is marked, so `-m "not requires_data"` selects the rest; every test that
+    # starts a process through a fixture is slow, so `-m "not slow"` is the quick selection (docs/testing.md).
     for item in items:
-        if "data_dir" in getattr(item, "fixturenames", ()):
+        names = set(getattr(item, "fixturenames", ()))
+        if "data_dir" in names:
             item.add_marker(pytest.mark.requires_data)
+        if names & SLOW_FIXTURES:
+            item.add_marker(pytest.mark.slow)
 
 
 def pytest_runtest_setup(item):
@@ -150,37 +166,42 @@ def run_cli(tmp_path):
 def lieder_scripted(tmp_path_factory, data_dir) -> Path:
     """lieder (base + diff) and lieder_two with a scripted log-likelihood table (helpers/scripted.py)."""
     from helpers import scripted
+    from helpers.once import built_once
 
-    return scripted.lieder_scripted(tmp_path_factory.mktemp("lieder_scripted"), data_dir)
+    return built_once(tmp_path_factory, "lieder_scripted", lambda tmp: scripted.lieder_scripted(tmp, data_dir))
 
 
 @pytest.fixture(scope="session")
 def lieder_tiny(tmp_path_factory, data_dir, tiny_model_dir) -> Path:
     """lieder (base + diff) with the tiny random hf model."""
     from helpers import scripted
+    from helpers.once import built_once
 
-    return scripted.lieder_tiny(tmp_path_factory.mktemp("lieder_tiny"), tiny_model_dir)
+    return built_once(tmp_path_factory, "lieder_tiny", lambda tmp: scripted.lieder_tiny(tmp, tiny_model_dir))
 
 
 @pytest.fixture(scope="session")
 def litm_scripted(tmp_path_factory, data_dir, tiny_model_dir) -> Path:
     """Four Lost in the Middle runs of one scripted model (helpers/scripted.py); their parent directory."""
     from helpers import scripted
+    from helpers.once import built_once
 
-    return scripted.litm_scripted(tmp_path_factory.mktemp("litm_scripted"), data_dir, tiny_model_dir)
+    return built_once(tmp_path_factory, "litm_scripted", lambda tmp: scripted.litm_scripted(tmp, data_dir, tiny_model_dir))
 
 
 @pytest.fixture(scope="session")
 def magnifico_scripted(tmp_path_factory, data_dir) -> Path:
     """Three MAGNIFICo runs of one scripted model (helpers/scripted.py); their parent directory."""
     from helpers import scripted
+    from helpers.once import built_once
 
-    return scripted.magnifico_scripted(tmp_path_factory.mktemp("magnifico_scripted"), data_dir)
+    return built_once(tmp_path_factory, "magnifico_scripted", lambda tmp: scripted.magnifico_scripted(tmp, data_dir))
 
 
 @pytest.fixture(scope="session")
 def elitr_scripted(tmp_path_factory, data_dir) -> Path:
     """Two seed runs of the ELITR-Bench dev tasks judged by a stub judge (helpers/scripted.py)."""
     from helpers import scripted
+    from helpers.once import built_once
 
-    return scripted.elitr_scripted(tmp_path_factory.mktemp("elitr_scripted"))
+    return built_once(tmp_path_factory, "elitr_scripted", lambda tmp: scripted.elitr_scripted(tmp))
