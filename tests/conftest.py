@@ -8,6 +8,7 @@ them only through ``$LM_EVAL_EXT_DATA_DIR`` and are skipped, with one reason, wh
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import subprocess
 import sys
@@ -82,8 +83,8 @@ def pytest_configure(config):
 
 
 # Fixtures that start processes: a subprocess per call (run_cli) or harness runs built once per test run.
-SLOW_FIXTURES = {"run_cli", "tiny_model_dir", "lieder_scripted", "lieder_tiny", "litm_scripted", "magnifico_scripted",
-                 "elitr_scripted"}
+SLOW_FIXTURES = {"run_cli", "plain_task_listing", "plain_task_listing_with_tasks_dir", "tiny_model_dir",
+                 "lieder_scripted", "lieder_tiny", "litm_scripted", "magnifico_scripted", "elitr_scripted"}
 
 
 @pytest.hookimpl(tryfirst=True)  # before `-m` selects by marker (and before pytest-xdist reads xdist_group)
@@ -129,6 +130,23 @@ def data_dir() -> Path:
     return mirror
 
 
+def _run_command(cmd, *, cwd, env: dict | None = None, timeout: float = 600, input: str | None = None):
+    full_env = {**os.environ, **OFFLINE_ENV}
+    full_env["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), full_env.get("PATH", "")])
+    if _FROM_CHECKOUT:
+        full_env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PROJECT_ROOT), full_env.get("PYTHONPATH")]))
+    full_env.update(env or {})
+    return subprocess.run(
+        [str(c) for c in cmd],
+        cwd=cwd,
+        env=full_env,
+        input=input,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
 @pytest.fixture
 def run_cli(tmp_path):
     """Run a command (list of str) in a subprocess; returns the ``CompletedProcess``, asserts nothing.
@@ -141,22 +159,42 @@ def run_cli(tmp_path):
     """
 
     def run(cmd, *, env: dict | None = None, cwd=None, timeout: float = 600, input: str | None = None):
-        full_env = {**os.environ, **OFFLINE_ENV}
-        full_env["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), full_env.get("PATH", "")])
-        if _FROM_CHECKOUT:
-            full_env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PROJECT_ROOT), full_env.get("PYTHONPATH")]))
-        full_env.update(env or {})
-        return subprocess.run(
-            [str(c) for c in cmd],
-            cwd=cwd or tmp_path,
-            env=full_env,
-            input=input,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-        )
+        return _run_command(cmd, cwd=cwd or tmp_path, env=env, timeout=timeout, input=input)
 
     return run
+
+
+def _listing_once(tmp_path_factory, name: str, with_tasks_dir: bool) -> subprocess.CompletedProcess:
+    """``lm_eval ls tasks`` (with ``--include_path`` of ``lm-eval-ext tasks-dir``), run once per test run."""
+    from helpers.once import built_once
+
+    def build(directory: Path) -> Path:
+        cmd = ["lm_eval", "ls", "tasks"]
+        if with_tasks_dir:
+            tasks_dir = _run_command(["lm-eval-ext", "tasks-dir"], cwd=directory)
+            assert tasks_dir.returncode == 0, tasks_dir.stderr
+            cmd += ["--include_path", tasks_dir.stdout.strip()]
+        proc = _run_command(cmd, cwd=directory)
+        saved = directory / "listing.json"
+        saved.write_text(json.dumps({"args": cmd, "returncode": proc.returncode, "stdout": proc.stdout,
+                                     "stderr": proc.stderr}))
+        return saved
+
+    return subprocess.CompletedProcess(**json.loads(built_once(tmp_path_factory, name, build).read_text()))
+
+
+@pytest.fixture(scope="session")
+def plain_task_listing(tmp_path_factory) -> subprocess.CompletedProcess:
+    """``lm_eval ls tasks``: the plain harness, the plugin found through its start-up hook. Run once per test run
+    for every test that checks what it lists (it indexes the harness's ~14,700 built-in tasks); asserts nothing."""
+    return _listing_once(tmp_path_factory, "lm_eval_ls_tasks", with_tasks_dir=False)
+
+
+@pytest.fixture(scope="session")
+def plain_task_listing_with_tasks_dir(tmp_path_factory) -> subprocess.CompletedProcess:
+    """``lm_eval ls tasks --include_path DIR``, DIR printed by ``lm-eval-ext tasks-dir``; like
+    :func:`plain_task_listing`, run once per test run; asserts nothing."""
+    return _listing_once(tmp_path_factory, "lm_eval_ls_tasks_dir", with_tasks_dir=True)
 
 
 # -- result directories written by the real harness (report, export and leaderboard tests) ----------------
