@@ -43,7 +43,7 @@ OFFLINE_ENV = {
 
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory) -> Path:
-    """Directory of the tiny random Llama (2 layers, hidden 64, vocab 1000), built once per session."""
+    """Directory of the tiny random Llama (2 layers, hidden 64, vocab 1000), built once per test run."""
     from helpers.once import built_once
     from lm_eval_ext.testing.tiny_model import build_tiny_model
 
