@@ -74,6 +74,7 @@ setup(
         "datasets>=2.16",
         "numpy",
         "tqdm>=4.59",
+        "pyyaml",
         "pooch>=1.8",
         "requests>=2.28",
         "regex",
@@ -81,16 +82,18 @@ setup(
         "scipy>=1.10",
         "matplotlib>=3.7",
         "jsonschema>=4.18",
+        "jinja2>=3.1",
     ],
     extras_require={
         "hf": ["lm-eval[hf]>=0.4.13,<0.5", "transformers>=4.45"],
-        "api": ["lm-eval[api]>=0.4.13,<0.5", "openai>=1.40", "tenacity"],
+        "api": ["lm-eval[api]>=0.4.13,<0.5", "openai>=1.40", "httpx>=0.23", "tenacity"],
         "vllm": ["lm-eval[vllm]>=0.4.13,<0.5"],
         "dev": [
             "lm-eval[hf,api]>=0.4.13,<0.5",
             "transformers>=4.45",
             "tokenizers",
             "openai>=1.40",
+            "httpx>=0.23",
             "pytest>=8",
             "pytest-xdist>=3.6",  # the suite runs on every core (pyproject.toml's addopts)
             "playwright",
@@ -100,13 +103,11 @@ setup(
     cmdclass={"build_py": BuildPyWithStartupHook},
     entry_points={
         "console_scripts": ["lm-eval-ext=lm_eval_ext.cli:main"],
-        # Read by harness releases with entry-point plugins (then the start-up hook steps aside).
+        # The groups and value forms of the harness's entry-point plugins (EleutherAI/lm-evaluation-harness
+        # #4015: the package holding task YAMLs; #4013: name = "module:Class", imported only when a run names
+        # it). A harness that reads them itself makes the start-up hook step aside. The test doubles are no
+        # entry points: the test suite registers them (tests/doubles).
         "lm_eval.tasks": ["lm_eval_ext=lm_eval_ext.tasks"],
-        "lm_eval.models": [  # imported only when a run asks for one by name
-            "ext-replay=lm_eval_ext.models.replay:ReplayLM",  # lm-eval-ext resume
-            "ext-loglik-table=lm_eval_ext.models.scripted:LoglikTableLM",  # test doubles (docs/testing.md)
-            "ext-canned-gen=lm_eval_ext.models.scripted:CannedGenLM",
-            "ext-scripted-dist=lm_eval_ext.models.distributed:ScriptedDistributedLM",
-        ],
+        "lm_eval.models": ["ext-replay=lm_eval_ext.models.replay:ReplayLM"],  # lm-eval-ext resume
     },
 )

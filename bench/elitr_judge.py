@@ -12,7 +12,11 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the test doubles: tests/doubles
 
 
 def main() -> None:
@@ -25,7 +29,7 @@ def main() -> None:
     from lm_eval_ext.elitr.responses import Answer
     from lm_eval_ext.elitr.score import judged_verdicts, scores_by_model
     from lm_eval_ext.judge import resolve_config
-    from lm_eval_ext.testing.stub_openai import StubOpenAIServer
+    from doubles.stub_openai import StubOpenAIServer
 
     answers = [Answer(model="bench", meeting=d["meeting"], question_id=d["question_id"], question=d["question"],
                       reference=d["reference"], question_type=d["question_type"], answer_position=d["answer_position"],

@@ -16,9 +16,12 @@ from __future__ import annotations
 import argparse
 import logging
 import shutil
+import sys
 import tempfile
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the test doubles: tests/doubles
 
 
 def short_corpus(root: Path, lines: int) -> Path:
@@ -52,7 +55,7 @@ def main() -> None:
     from lm_eval_ext.models.multiturn import MultiTurnLM
     from lm_eval_ext.paths import tasks_dir
     from lm_eval_ext.plugin import register
-    from lm_eval_ext.testing.tiny_model import build_tiny_model
+    from doubles.tiny_model import build_tiny_model
 
     logging.getLogger("lm_eval").setLevel(logging.WARNING)
     register()

@@ -1,7 +1,7 @@
 """Judge throughput: wall time and client CPU of judging N responses against the local OpenAI-compatible stub.
 
-The stub (lm_eval_ext.testing.stub_openai) answers every call after DELAY seconds plus up to
-JITTER more (uniform); the real openai client, HTTP, the retry policy, the on-disk cache and the
+The stub (doubles.stub_openai) answers every call after DELAY seconds plus up to
+JITTER more (uniform); the judge's real HTTP client (httpx), the retry policy, the on-disk cache and the
 thread pool are all in the path. By default the stub runs in its own process (``--stub process``),
 so the CPU time measured here is the client's alone; ``--stub thread`` runs it in this process, as
 the tests do (its HTTP handling then competes with the client for the interpreter).
@@ -29,15 +29,19 @@ import threading
 import time
 from pathlib import Path
 
+TESTS = str(Path(__file__).resolve().parents[1] / "tests")  # the test doubles: tests/doubles
+sys.path.insert(0, TESTS)
+
 REPLY = "Feedback. \\boxed{7}"
 
 
 @contextlib.contextmanager
 def stub_in_process(delay: float, jitter: float):
     """The stub in a child process: yields (base_url, stats) where stats is filled when it stops."""
-    proc = subprocess.Popen([sys.executable, "-m", "lm_eval_ext.testing.stub_openai", "--delay", str(delay),
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [TESTS, os.environ.get("PYTHONPATH")]))}
+    proc = subprocess.Popen([sys.executable, "-m", "doubles.stub_openai", "--delay", str(delay),
                              "--jitter", str(jitter), "--text", REPLY],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
     stats: dict = {}
     try:
         yield proc.stdout.readline().strip(), stats
@@ -51,7 +55,7 @@ def stub_in_process(delay: float, jitter: float):
 @contextlib.contextmanager
 def stub_in_thread(delay: float, jitter: float):
     """The stub in this process (as in the tests)."""
-    from lm_eval_ext.testing.stub_openai import StubOpenAIServer
+    from doubles.stub_openai import StubOpenAIServer
 
     stats: dict = {}
     with StubOpenAIServer(text=REPLY, delay_s=delay, jitter_s=jitter) as srv:

@@ -17,6 +17,8 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the test doubles: tests/doubles
+
 REQUESTS = 576  # lieder_base: 48 groups x 12 rows
 
 
@@ -28,7 +30,7 @@ def main() -> None:
     parser.add_argument("--task", default="lieder_base")
     args = parser.parse_args()
 
-    from lm_eval_ext.testing.tiny_model import build_tiny_model
+    from doubles.tiny_model import build_tiny_model
 
     work = Path(tempfile.mkdtemp(prefix="lieder-bench-"))
     try:

@@ -25,10 +25,13 @@ import argparse
 import logging
 import resource
 import shutil
+import sys
 import tempfile
 import time
 import tracemalloc
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the test doubles: tests/doubles
 
 PARTIAL = ("partial_first_release_2023/ViktorTorp+lost-in-the-middle/qa_predictions/20_total_documents/gpt_reordered/"
            "nq-open-20_total_documents_gold_at_0-gpt-35-reorder-predictions-scored.jsonl.gz")
@@ -63,7 +66,7 @@ def main() -> None:
     from lm_eval.tasks import TaskManager
 
     from lm_eval_ext.data import resolve_file
-    from lm_eval_ext.testing.tiny_model import build_tiny_model
+    from doubles.tiny_model import build_tiny_model
 
     qa_file = args.qa_file or str(resolve_file("lost_in_the_middle", PARTIAL))
     work = Path(tempfile.mkdtemp(prefix="litm-bench-"))

@@ -37,6 +37,8 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the test doubles: tests/doubles
+
 BENCHMARKS = ("lieder", "litm20", "litm30", "magnifico", "elitr")
 PARTIAL_20 = ("partial_first_release_2023/ViktorTorp+lost-in-the-middle/qa_predictions/20_total_documents/"
               "gpt_reordered/nq-open-20_total_documents_gold_at_0-gpt-35-reorder-predictions-scored.jsonl.gz")
@@ -69,7 +71,9 @@ def run_child(name: str, work: Path, traced: bool) -> dict:
     import lm_eval
     from lm_eval.tasks import TaskManager
 
-    import lm_eval_ext.models.scripted  # noqa: F401 -- registers the scripted models
+    import doubles
+
+    doubles.register()  # the scripted models
 
     responses = work / "responses.json"
     responses.write_text(json.dumps({"rules": [], "default": "no_such_column FROM no_such_table"}))
@@ -85,7 +89,7 @@ def run_child(name: str, work: Path, traced: bool) -> dict:
     elif name.startswith("litm"):
         from transformers import AutoTokenizer
 
-        from lm_eval_ext.testing.tiny_model import build_tiny_model
+        from doubles.tiny_model import build_tiny_model
 
         tokenizer = build_tiny_model(work / "tiny")
         AutoTokenizer.from_pretrained(tokenizer)  # the model's tokenizer: loaded by any hf or vLLM run
@@ -105,7 +109,7 @@ def run_child(name: str, work: Path, traced: bool) -> dict:
     if name == "elitr":
         import os
 
-        from lm_eval_ext.testing.stub_openai import StubOpenAIServer
+        from doubles.stub_openai import StubOpenAIServer
 
         judge = StubOpenAIServer(text="Feedback: fine.\n\\boxed{7}", model="stub-judge").__enter__()
         os.environ.setdefault("OPENAI_API_KEY", "sk-bench-not-a-secret")

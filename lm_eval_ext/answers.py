@@ -24,11 +24,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from .atomic_write import atomic_open
 from .errors import UserError
 
 FORMAT = 1
 METADATA_KEY = "answers_dir"
 _RUN_ID = f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"  # one process, one run
+_SAVED: dict[Path, list[str]] = {}  # run directory -> the tasks whose answers this process saved there
 
 
 class SavedAnswersError(UserError):
@@ -55,19 +57,22 @@ def save(folder: Path, task: str, instances: Iterable, rank: int = 0, world_size
     header = {"format": FORMAT, "task": task, "command": list(sys.argv), "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
               "rank": rank, "world_size": world_size}
     try:
-        folder.mkdir(parents=True, exist_ok=True)
-        partial = path.with_name(path.name + ".partial")
-        with partial.open("w", encoding="utf-8") as out:
+        with atomic_open(path, "w", encoding="utf-8") as out:
             out.write(json.dumps(header, ensure_ascii=False) + "\n")
             for instance in instances:
                 out.write(json.dumps({"doc_id": instance.doc_id, "idx": instance.idx, "type": instance.request_type,
                                       "resps": instance.resps}, ensure_ascii=False) + "\n")
-        partial.replace(path)
+        _SAVED.setdefault(folder, []).append(task)
     except OSError as err:
         raise SavedAnswersError(
             f"The answers of {task} could not be saved to {path} before scoring ({err.strerror or err}). Free some "
             f"space or give a writable directory with --metadata {METADATA_KEY}=DIR; nothing was scored.") from None
     return path
+
+
+def saved_by_this_process() -> dict[Path, list[str]]:
+    """The run directories this process saved answers in (and still on disk), with their tasks."""
+    return {folder: tasks for folder, tasks in _SAVED.items() if folder.is_dir()}
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 The hook itself (lm_eval_ext/startup_hook.py, run by the ``lm_eval_ext_autoload.pth`` line at
 every interpreter start) imports nothing of the plugin; when the harness imports its task
-manager or its model registry, the hook calls :func:`find_spec` here, which lets the normal
+manager or its table of built-in models, the hook calls :func:`find_spec` here, which lets the normal
 import run and then hands the module to :func:`lm_eval_ext.boundary.on_harness_import`.
 
 - Opt out: ``LM_EVAL_EXT_AUTOLOAD=0`` (the hook installs no finder; ``lm-eval-ext run`` and

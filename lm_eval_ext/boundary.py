@@ -7,10 +7,11 @@ harness versions it was checked (:data:`CHECKED_ON`); :func:`missing_internals` 
 installed harness no longer has, and a test fails on it with that list.
 
 1. Discovery (``on_harness_import``, called by :mod:`lm_eval_ext.autoload`): on releases without
-   entry-point plugins, the plugin's task directory is added to every ``TaskManager`` (after the
-   built-ins, before the user's ``--include_path``, the precedence the upstream plugin support
-   uses) and its models are registered as lazy placeholders. A harness that reads the
-   ``lm_eval.tasks`` / ``lm_eval.models`` entry points itself is left alone.
+   entry-point plugins, the plugin's task directory is indexed by every ``TaskManager`` (after the
+   built-ins, before the user's ``--include_path``, also without the built-ins: as the upstream
+   plugin support does) and its model is registered as a lazy placeholder with the harness's
+   built-in table. A harness that reads the ``lm_eval.tasks`` / ``lm_eval.models`` entry points
+   itself is left alone.
 2. Request types (``install_request_types``): the harness sends each request to the model
    method named by its request type (``getattr(lm, request_type)`` in ``evaluator.evaluate``).
    The plugin adds two types to every harness model: ``ext_conversation`` (dependent multi-turn
@@ -18,13 +19,17 @@ installed harness no longer has, and a test fails on it with that list.
    not to send, e.g. a prompt longer than the model's context: answered with None, no model call).
 3. The harness's command line (``parse_run_args``) and task index (``task_index``), read by
    ``lm-eval-ext run`` and ``lm-eval-ext check`` to check a run before the model is loaded.
+4. The harness's log (``install_log_filter``): its warning that a task's metrics were scored on
+   different numbers of documents is kept only where a group over-weights one of them.
 """
 from __future__ import annotations
 
 import functools
 import importlib
 import importlib.metadata
+import inspect
 import logging
+import re
 from pathlib import Path
 from typing import NamedTuple
 
@@ -73,7 +78,10 @@ _NATIVE_DISCOVERY = {
     MODELS_GROUP: ("lm_eval.api.registry", ("load_plugins", "import_plugins")),
     TASKS_GROUP: ("lm_eval.tasks.manager", ("discover_plugin_task_paths",)),
 }
-_WATCHED = {"lm_eval.tasks.manager": TASKS_GROUP, "lm_eval.api.registry": MODELS_GROUP}
+# The modules the start-up hook watches (lm_eval_ext/startup_hook.py): the task manager, and the built-in
+# model table, which the harness imports on the first model lookup (not the registry: importing it must
+# import nothing of the plugin).
+_WATCHED = {"lm_eval.tasks.manager": TASKS_GROUP, "lm_eval.models": MODELS_GROUP}
 
 
 def activate() -> None:
@@ -85,57 +93,60 @@ def activate() -> None:
 def on_harness_import(name: str, module) -> None:
     """Called by the start-up hook right after the harness imported ``name``: add what it does not discover."""
     group = _WATCHED.get(name)
-    if group is None or harness_discovers(group, module):
+    if group == TASKS_GROUP and not harness_discovers(group, module):
+        _add_plugin_tasks(module)
+    elif group == MODELS_GROUP:
+        registry = importlib.import_module(_NATIVE_DISCOVERY[group][0])  # the model table imported it already
+        if not harness_discovers(group, registry):
+            _register_plugin_models(registry)
+
+
+def _add_plugin_tasks(manager_module) -> None:
+    # Private: TaskManager takes task paths only as an argument (no environment variable or config
+    # file adds one). Its __init__ builds the index with the manager module's `TaskIndex().build(paths)`,
+    # paths = [built-ins if include_defaults] + include_path; so that name is given a subclass whose build
+    # puts the plugin's directory where #4015 puts it (`all_paths += discover_plugin_task_paths()` between
+    # the two). TaskManager itself, its arguments and attributes, and the frames its warnings name stay
+    # the harness's own. Checked on CHECKED_ON.
+    base = manager_module.TaskIndex
+    if getattr(base, "lm_eval_ext_plugin_tasks", False):
         return
-    if group == TASKS_GROUP:
-        _add_plugin_tasks(module.TaskManager)
-    else:
-        _register_plugin_models(module)
+    builtin = Path(manager_module.__file__).parent
+
+    class TaskIndex(base):
+        lm_eval_ext_plugin_tasks = True
+
+        @staticmethod
+        def build(paths, **kwargs):
+            return base.build(_with_plugin_tasks(list(paths), builtin), **kwargs)
+
+    TaskIndex.__doc__ = base.__doc__
+    manager_module.TaskIndex = TaskIndex
 
 
-def _add_plugin_tasks(task_manager_class) -> None:
-    # Private: TaskManager takes task paths only as an argument (no environment variable or
-    # config file adds one), so its __init__ is wrapped. Checked on CHECKED_ON.
-    original = task_manager_class.__init__
-    if getattr(original, "lm_eval_ext_wrapped", False):
-        return
-
-    @functools.wraps(original)
-    def __init__(self, verbosity=None, include_path=None, include_defaults=True, metadata=None):
-        user = [] if include_path is None else list(include_path) if isinstance(include_path, (list, tuple)) \
-            else [include_path]
-        ours = [p for p in plugin_task_paths() if not any(_same_path(p, u) for u in user)]
-        original(self, verbosity=verbosity, include_path=[*map(str, ours), *user],
-                 include_defaults=include_defaults and _settings["builtin_tasks"], metadata=metadata)
-
-    __init__.lm_eval_ext_wrapped = True
-    task_manager_class.__init__ = __init__
+def _with_plugin_tasks(paths: list, builtin: Path) -> list:
+    """``paths`` (a TaskManager's: the built-ins first when it includes them) with the plugin's directories
+    after the built-ins, before the rest; the built-ins left out when :func:`index_builtin_tasks` says so."""
+    builtins, rest = (paths[:1], paths[1:]) if paths and Path(paths[0]) == builtin else ([], paths)
+    return [*(builtins if _settings["builtin_tasks"] else []), *plugin_task_paths(), *rest]
 
 
-def _same_path(a, b) -> bool:
-    try:
-        return Path(a).resolve() == Path(b).resolve()
-    except (OSError, TypeError):
-        return False
-
-
-def plugin_models() -> dict[str, str]:
-    """The plugin's harness models (test doubles), name -> ``module:Class``, as its entry points declare them."""
+def plugin_models() -> list[importlib.metadata.EntryPoint]:
+    """The plugin's harness models (``ext-replay``): its ``lm_eval.models`` entry points."""
     try:
         points = importlib.metadata.distribution(DISTRIBUTION).entry_points
     except importlib.metadata.PackageNotFoundError:
-        return {}
-    return {point.name: point.value for point in points if point.group == MODELS_GROUP}
+        return []
+    return [point for point in points if point.group == MODELS_GROUP]
 
 
 def _register_plugin_models(registry_module) -> None:
-    # Public API (lazy placeholders): nothing is imported until a model is asked for by name.
-    # The built-in table is loaded first: the harness fills it only while the registry is empty.
-    import lm_eval.models  # noqa: F401
-
-    for name, target in plugin_models().items():
-        if name not in registry_module.model_registry:
-            registry_module.model_registry.register(name, target=target)
+    # Public API, as #4013's load_plugins does it once the built-in table is registered: each entry point
+    # as a lazy placeholder (its module is imported only when a run names the model), never over a name
+    # already taken.
+    for point in plugin_models():
+        if point.name not in registry_module.model_registry:
+            registry_module.model_registry.register(point.name, target=point)
 
 
 # -- 2. request types -------------------------------------------------------------------------
@@ -169,9 +180,12 @@ def _generate_until_cached(lm, requests) -> list[str]:
     model (``cache_hook.dbdict``, keys of ``lm_eval.api.model.hash_args``), as CachingLM itself
     does; the model writes new answers to it as usual. Checked on CHECKED_ON.
     """
+    # the conversation runner shows one progress bar for every turn: the model's own bar per call is turned off
+    # where its generate_until takes the harness models' disable_tqdm (TemplateLM subclasses do, LM does not)
+    quiet = {"disable_tqdm": True} if "disable_tqdm" in inspect.signature(lm.generate_until).parameters else {}
     cache = getattr(getattr(lm, "cache_hook", None), "dbdict", None)
     if cache is None:
-        return lm.generate_until(requests)
+        return lm.generate_until(requests, **quiet)
     from lm_eval.api.model import hash_args
 
     results: list = [None] * len(requests)
@@ -183,7 +197,7 @@ def _generate_until_cached(lm, requests) -> list[str]:
         else:
             todo.append(i)
     if todo:
-        for i, output in zip(todo, lm.generate_until([requests[i] for i in todo]), strict=True):
+        for i, output in zip(todo, lm.generate_until([requests[i] for i in todo], **quiet), strict=True):
             results[i] = output
     return results
 
@@ -232,6 +246,80 @@ def task_index(include_path=None, include_defaults: bool = True) -> dict[str, In
         else:
             index[name] = IndexEntry("task", (), entry.cfg or {})
     return index
+
+
+# -- 4. the harness's log ----------------------------------------------------------------------
+
+# lm_eval.evaluator_utils._compute_task_aggregations warns when a task's metrics were scored on different
+# numbers of documents: the group aggregation weights every metric of the task by its largest count.
+_UNEQUAL_COUNTS = re.compile(r"^\[(?P<task>[^\]]+)\] Metrics were not scored on the same number of documents "
+                             r"\((?P<counts>[^)]*)\)")
+
+
+class _UnequalCountsFilter(logging.Filter):
+    """Drops the harness's unequal-counts warning for a plugin task unless a group of the plugin size-weights one
+    of the metrics the task scored on fewer documents (only then is that metric over-weighted in a group score).
+
+    The plugin's tasks report some metrics over a subset of their documents by design (scores by position or
+    question type, a novel-items accuracy, documents whose prompt was skipped), and its size-weighted groups
+    aggregate only metrics every document reports (tests/test_group_weights.py), so for them the warning is
+    never true. A group of the user's own is not seen here: docs/reports.md says which metrics not to size-weight.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        match = _UNEQUAL_COUNTS.match(record.getMessage())
+        if match is None:
+            return True
+        tasks, weighted = plugin_groups_weighting()
+        task = match["task"]
+        if task not in tasks:
+            return True
+        counts = {key.split(",", 1)[0]: int(n) for key, n in re.findall(r"(\S+?)=(\d+)", match["counts"])}
+        fewer = {metric for metric, n in counts.items() if n < max(counts.values())}
+        return bool(fewer & weighted.get(task, set()))
+
+
+def install_log_filter() -> None:
+    """Keep the harness's unequal-counts warning only where it is true (:class:`_UnequalCountsFilter`)."""
+    # Private: the warning's logger and text (lm_eval.evaluator_utils, f"[{task}] Metrics were not scored on
+    # the same number of documents (...)") are the harness's; no option turns it off per task. Checked on 0.4.13.
+    logger = logging.getLogger("lm_eval.evaluator_utils")
+    if not any(isinstance(f, _UnequalCountsFilter) for f in logger.filters):
+        logger.addFilter(_UnequalCountsFilter())
+
+
+@functools.lru_cache(maxsize=1)
+def plugin_groups_weighting() -> tuple[frozenset[str], dict[str, set[str]]]:
+    """The plugin's task names, and per task the metrics a plugin group containing it (at any depth) averages
+    weighted by size (``weight_by_size``, true unless the YAML says false, as in the harness)."""
+    import yaml
+
+    class _Loader(yaml.SafeLoader):
+        """Reads task YAMLs without resolving ``!function`` (only names and aggregations are needed)."""
+
+    _Loader.add_multi_constructor("!", lambda loader, suffix, node: None)
+    tasks, groups = set(), {}
+    for root in plugin_task_paths():
+        for path in sorted(Path(root).rglob("*.yaml")):
+            config = yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader) or {}
+            if "group" in config:
+                members = [m if isinstance(m, str) else m.get("task") or m.get("group") for m in config.get("task", [])]
+                metrics = {a["metric"] for a in config.get("aggregate_metric_list") or []
+                           if a.get("weight_by_size", True)}
+                groups[config["group"]] = ([m for m in members if m], metrics)
+            elif "task" in config:
+                tasks.add(config["task"])
+
+    def leaves(name: str, seen: frozenset = frozenset()) -> set[str]:
+        if name not in groups or name in seen:
+            return {name}
+        return set().union(*(leaves(m, seen | {name}) for m in groups[name][0]))
+
+    weighted: dict[str, set[str]] = {}
+    for name, (_, metrics) in groups.items():
+        for task in leaves(name):
+            weighted.setdefault(task, set()).update(metrics)
+    return frozenset(tasks), weighted
 
 
 # -- the check ----------------------------------------------------------------------------------

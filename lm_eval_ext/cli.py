@@ -1,20 +1,32 @@
-"""The ``lm-eval-ext`` command line: run, check, resume, and the tools of the data, judge, reports and benchmarks."""
+"""The ``lm-eval-ext`` command line: one argparse sub-command per command group, each in its own module.
+
+Every command group (``run``, ``check``, ``resume``, ``tasks-dir``, ``data``, ``elitr``, ``report``,
+``export``, ``leaderboard``, ``judge``, ``lieder``) has a module with an ``add_<group>_parser(subparsers)``
+that registers it; each leaf sets ``func(args) -> int`` (the exit code). The commands that hand their
+flags on to ``lm_eval run`` (``run``, ``check``, ``resume``) set ``harness_flags``: the flags this parser
+does not know go there, unparsed, for the harness's own parser.
+"""
 from __future__ import annotations
 
 import argparse
 import sys
 import textwrap
+from contextlib import nullcontext
 
 from . import __version__
-from .errors import UserError
 
 
 def _parser() -> argparse.ArgumentParser:
+    from .commands.check import add_check_parser
     from .commands.elitr import add_elitr_parser
+    from .commands.resume import add_resume_parser
+    from .commands.run import add_run_parser
+    from .commands.tasks_dir import add_tasks_dir_parser
     from .data.cli import add_data_parser
-    from .judge.cli import add_judge_parser
     from .export.cli import add_export_parser
+    from .judge.cli import add_judge_parser
     from .leaderboard.cli import add_leaderboard_parser
+    from .lieder.cli import add_lieder_parser
     from .report.cli import add_report_parser
 
     parser = argparse.ArgumentParser(
@@ -42,86 +54,53 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"lm-eval-ext {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    sub.add_parser("run", add_help=False,
-                   help="`lm_eval run`, checked first (names, flags, output path, data, judge) and after (results)")
-    sub.add_parser("check", add_help=False,
-                   help="the checks of `run` alone (the same flags, plus the judge's --judge-* flags)")
-    resume = sub.add_parser("resume", help="score a run's saved answers again and write its results",
-                            description="Score the answers a run saved before scoring (the run's log names the "
-                            "directory) and write the run's results; flags after DIR replace the saved command's.")
-    resume.add_argument("folder", metavar="DIR", help="the run's saved answers")
-    resume.add_argument("flags", nargs=argparse.REMAINDER, help="`lm_eval run` flags that replace the run's own")
-    resume.set_defaults(func=lambda args: _resume(args.folder, args.flags))
-    tasks = sub.add_parser("tasks-dir", help="print the directory holding the plugin's task YAMLs (for --include_path)")
-    tasks.set_defaults(func=_print_tasks_dir)
-    add_data_parser(sub)
-    add_elitr_parser(sub)
-    add_report_parser(sub)
-    add_export_parser(sub)
-    add_leaderboard_parser(sub)
-    add_judge_parser(sub)
-    _add_lieder_parser(sub)
+    for add in (add_run_parser, add_check_parser, add_resume_parser, add_tasks_dir_parser, add_data_parser,
+                add_elitr_parser, add_report_parser, add_export_parser, add_leaderboard_parser, add_judge_parser,
+                add_lieder_parser):
+        add(sub)
     return parser
 
 
-def _add_lieder_parser(sub) -> None:
-    lieder = sub.add_parser("lieder", help="LIEDER tools: generate a fresh stimulus set")
-    lieder_sub = lieder.add_subparsers(dest="lieder_command", required=True)
-    generate = lieder_sub.add_parser(
-        "generate",
-        help="write a LIEDER stimulus set for your own nouns, verbs and names",
-        description="Write a LIEDER-style stimulus set (the paper's design) for the items of LEXICON, "
-        "a JSON list described in lm_eval_ext/lieder/generator.py and tasks/lieder/README.md. "
-        "Run it with: lm-eval-ext run ... --tasks lieder_<set> --metadata stimuli_file=OUTPUT",
-    )
-    generate.add_argument("lexicon", metavar="LEXICON", help="JSON list of lexical items")
-    generate.add_argument("--set", dest="stimulus_set", choices=("base", "diff", "two"), default="base")
-    generate.add_argument("--output", "-o", required=True, help="JSONL file to write")
-    generate.set_defaults(func=_generate_stimuli)
-
-
-def _generate_stimuli(args) -> int:
-    from .lieder.generator import read_lexicon, write_stimuli
-
-    rows = write_stimuli(read_lexicon(args.lexicon), args.stimulus_set, args.output)
-    print(f"wrote {rows} {args.stimulus_set} stimuli to {args.output}")
-    return 0
-
-
-def _resume(folder: str, flags: list[str]) -> int:
-    from .commands.resume import main as resume_main
-
-    return resume_main(folder, flags)
-
-
-def _print_tasks_dir(_args) -> int:
-    from .paths import tasks_dir
-
-    print(tasks_dir())
-    return 0
+JUDGE_FLAG_COMMANDS = ("check", "judge", "elitr")  # the commands that take the --judge-* flags
 
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the ``lm-eval-ext`` command."""
     argv = sys.argv[1:] if argv is None else argv
-    try:
-        if argv[:1] == ["run"]:
-            from .commands.run import main as run_main
+    advice = nullcontext()
+    if argv[:1] and argv[0] in JUDGE_FLAG_COMMANDS:  # errors advise the --judge-* flags, elsewhere --metadata
+        from .judge.config import judge_flags_in_advice
 
-            code = run_main(argv[1:])
-        elif argv[:1] == ["check"]:
-            from .commands.check import main as check_main
-
-            code = check_main(argv[1:])
-        else:
-            parser = _parser()
-            args = parser.parse_args(argv)
-            if not getattr(args, "func", None):
-                parser.print_help()
-                code = 0
-            else:
-                code = args.func(args)
-    except UserError as err:
-        print(f"lm-eval-ext: error: {err}", file=sys.stderr)
-        code = 2
+        advice = judge_flags_in_advice()
+    with advice:
+        code = _command(argv)
     sys.exit(code)
+
+
+def _command(argv: list[str]) -> int:
+    try:
+        parser = _parser()
+        args, rest = parser.parse_known_args(argv)
+        if rest and not hasattr(args, "harness_flags"):
+            parser.error(f"unrecognized arguments: {' '.join(rest)}")
+        if rest:
+            args.harness_flags = rest
+        if not getattr(args, "func", None):
+            parser.print_help()
+            code = 0
+        else:
+            code = args.func(args)
+    except KeyboardInterrupt as interrupt:  # Ctrl-C, or SIGTERM under `run` (lm_eval_ext/interrupts.py)
+        from .interrupts import stop
+
+        stop(interrupt)  # ends the process (returns only in an interactive session)
+        raise
+    except Exception as err:
+        from .user_errors import PREFIX, plugin_error
+
+        error = plugin_error(err)
+        if error is None:
+            raise
+        print(PREFIX + str(error), file=sys.stderr)
+        code = 2
+    return code

@@ -35,6 +35,8 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from tqdm import tqdm
+
 from .errors import UserError
 from .prompt_length import PromptTooLongError, budget_from_settings, shorten_middle
 
@@ -132,10 +134,9 @@ def run_conversations(requests, generate: Callable[[list], list[str]], chat_temp
     """Answer conversation-turn requests turn by turn (module docstring).
 
     ``generate`` is the model's ``generate_until`` (a list of ``generate_until`` Instances -> their
-    texts); ``chat_template`` its ``apply_chat_template``, used by turns that ask for it.
+    texts); ``chat_template`` its ``apply_chat_template``, used by turns that ask for it. Progress is one bar
+    over every turn generated (turns done of all, conversations finished), as the harness shows its own.
     """
-    from lm_eval.api.instance import Instance
-
     turns = [Turn.from_request(request.args[0]) for request in requests]
     longest: dict[str, Turn] = {}
     asked: dict[str, dict[int, object]] = defaultdict(dict)
@@ -151,27 +152,41 @@ def run_conversations(requests, generate: Callable[[list], list[str]], chat_temp
     answers: dict[str, list[str]] = {cid: [] for cid in longest}
     results: dict[tuple[str, int], str] = {}
     last = max((turn.turn for turn in longest.values()), default=0)
-    for t in range(1, last + 1):
-        active = [cid for cid, turn in longest.items() if turn.turn >= t]
-        log.info("conversations: turn %d of %d, %d conversation(s) in one batch", t, last, len(active))
-        batch, prepared, too_long = [], [], []
-        for cid in active:
-            # a turn nobody asked for (--limit, --samples, another rank) takes the settings of the next asked turn
-            request = asked[cid].get(t) or asked[cid][min(k for k in asked[cid] if k > t)]
-            gen_kwargs = copy.deepcopy(request.args[1])
-            chat = chat_template if longest[cid].chat else None
-            messages, dropped = _fit(longest[cid], t, answers[cid], gen_kwargs, chat, too_long)
-            prepared.append((cid, messages, dropped))
-            batch.append(Instance(request_type="generate_until", doc=request.doc, arguments=(render(messages, chat),
-                                  gen_kwargs), idx=request.idx, metadata=(request.task_name, request.doc_id,
-                                                                          request.repeats)))
-        if too_long:
-            _raise_too_long(too_long, t)
-        for (cid, messages, dropped), output in zip(prepared, generate(batch), strict=True):
-            results[cid, t] = json.dumps({"text": output, "turn": t, "messages": messages, "truncated_lines": dropped},
-                                         ensure_ascii=False)
-            answers[cid].append(str(output).strip())
+    # one bar for the whole conversation stage (the model's own bar per turn batch is turned off by the caller)
+    with tqdm(total=sum(turn.turn for turn in longest.values()), desc="Conversation turns", unit="turn") as bar:
+        bar.set_postfix_str(f"0 of {len(longest)} conversations done")
+        for t in range(1, last + 1):
+            _generate_turn(t, longest, asked, answers, results, generate, chat_template)
+            bar.update(sum(turn.turn >= t for turn in longest.values()))
+            done = sum(turn.turn <= t for turn in longest.values())
+            bar.set_postfix_str(f"{done} of {len(longest)} conversations done")
     return [results[turn.conversation, turn.turn] for turn in turns]
+
+
+def _generate_turn(t: int, longest: dict, asked: dict, answers: dict, results: dict, generate: Callable,
+                   chat_template: Callable | None) -> None:
+    """Generate turn ``t`` of every conversation that has it, in one batch; record the answers."""
+    from lm_eval.api.instance import Instance
+
+    active = [cid for cid, turn in longest.items() if turn.turn >= t]
+    log.info("conversations: turn %d, %d conversation(s) in one batch", t, len(active))
+    batch, prepared, too_long = [], [], []
+    for cid in active:
+        # a turn nobody asked for (--limit, --samples, another rank) takes the settings of the next asked turn
+        request = asked[cid].get(t) or asked[cid][min(k for k in asked[cid] if k > t)]
+        gen_kwargs = copy.deepcopy(request.args[1])
+        chat = chat_template if longest[cid].chat else None
+        messages, dropped = _fit(longest[cid], t, answers[cid], gen_kwargs, chat, too_long)
+        prepared.append((cid, messages, dropped))
+        batch.append(Instance(request_type="generate_until", doc=request.doc, arguments=(render(messages, chat),
+                              gen_kwargs), idx=request.idx, metadata=(request.task_name, request.doc_id,
+                                                                      request.repeats)))
+    if too_long:
+        _raise_too_long(too_long, t)
+    for (cid, messages, dropped), output in zip(prepared, generate(batch), strict=True):
+        results[cid, t] = json.dumps({"text": output, "turn": t, "messages": messages, "truncated_lines": dropped},
+                                     ensure_ascii=False)
+        answers[cid].append(str(output).strip())
 
 
 def _fit(turn: Turn, t: int, answers: list[str], gen_kwargs: dict, chat: Callable | None,

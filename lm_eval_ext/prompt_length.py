@@ -74,6 +74,23 @@ class PromptTooLongError(UserError):
     """A prompt does not fit the model's context and cannot be made to fit."""
 
 
+class NothingToScoreError(UserError):
+    """Every prompt of a task is too long for the model: none of its documents could be scored."""
+
+
+def require_prompts_left(task: str, skipped: int, total: int, budget: LengthBudget, remedies: str) -> None:
+    """Stop before anything is generated when all ``total`` prompts of ``task`` are skipped as too long.
+
+    A run in which nothing is scored would end in a table of zeros and NaNs and exit 0; this is one
+    paragraph instead: the task, the count, the model's context and ``remedies`` (the options that help).
+    """
+    if total and skipped == total:
+        raise NothingToScoreError(
+            f"Task {task}: none of its {total} prompts fits the model's {budget.describe()} (with the tokens "
+            f"reserved for the answer), so none of its documents could be scored; nothing was generated. "
+            f"{remedies}")
+
+
 def max_gen_toks(gen_kwargs: dict | None) -> int:
     """Tokens a request reserves for its answer (the adapters' default when it sets none)."""
     return int((gen_kwargs or {}).get("max_gen_toks") or DEFAULT_MAX_GEN_TOKS)

@@ -3,10 +3,11 @@
 Python runs a ``.pth`` line that starts with ``import`` at every interpreter start. So this code
 imports nothing the interpreter has not loaded already (``os``, ``sys``) and nothing of the
 plugin: it puts a finder at the front of ``sys.meta_path`` that answers only for the harness's
-task manager and model registry. Only when one of them is imported (``lm_eval run``, ``ls``,
-``validate``, ``TaskManager()``, ``simple_evaluate``) does it import :mod:`lm_eval_ext.autoload`,
-which lets the normal import run and then activates the plugin. A process that never imports
-``lm_eval`` pays for this code and one set lookup per import (bench/startup_overhead.py).
+task manager and its table of built-in models. Only when one of them is imported (``lm_eval run``,
+``ls``, ``validate``, ``TaskManager()``, ``simple_evaluate``, the first model looked up by name)
+does it import :mod:`lm_eval_ext.autoload`, which lets the normal import run and then activates
+the plugin (``import lm_eval`` and ``import lm_eval.api.registry`` import neither). A process
+that never imports ``lm_eval`` pays for this code and one set lookup per import (bench/startup_overhead.py).
 
 Never imported as a module: the ``.pth`` line runs this source. Opt out with
 ``LM_EVAL_EXT_AUTOLOAD=0``; if the plugin cannot be imported, one warning line, and the harness
@@ -19,7 +20,7 @@ import sys
 class LmEvalExtStartupHook:
     """A meta path finder for the two watched modules; the work is :func:`lm_eval_ext.autoload.find_spec`'s."""
 
-    watched = frozenset({"lm_eval.tasks.manager", "lm_eval.api.registry"})
+    watched = frozenset({"lm_eval.tasks.manager", "lm_eval.models"})
     warned = False
 
     @classmethod

@@ -47,11 +47,12 @@ from lm_eval.api.instance import Instance
 from lm_eval.api.task import ConfigurableTask
 from lm_eval.filters import build_filter_ensemble
 
-from . import answers
-from .boundary import CONVERSATION, WITHHELD, install_request_types
+from . import answers, user_errors
+from .boundary import CONVERSATION, WITHHELD, install_log_filter, install_request_types
 from .errors import UserError
 
 BYPASS = "bypass"  # the harness's metric under --predict_only
+user_errors.install()  # a plugin task is being built: its errors are one paragraph under `lm_eval` too
 
 
 @dataclass(frozen=True)
@@ -94,6 +95,7 @@ class ExtTask(ConfigurableTask):
         self._moved: dict[int, tuple[list[Instance], dict]] = {}  # documents scored by another process
         super().__init__(config=config, **kwargs)
         install_request_types()
+        install_log_filter()
         if self.conversation:
             # With several processes the harness pads the request type named by OUTPUT_TYPE with copies of a
             # process's last request, so that processes make as many model calls: padded as generate_until,

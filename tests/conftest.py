@@ -1,5 +1,8 @@
 """Shared fixtures: the tiny hf model, the OpenAI stub server, the data mirror, a CLI runner, and result
-directories written by the real harness (built by tests/helpers/scripted.py, once per session).
+directories written by the real harness (built by tests/helpers/scripted.py, once per test run).
+
+The test doubles (tests/doubles) are registered with the harness here for this process; subprocesses
+that need them run ``python -m doubles lm_eval ...`` (``doubles.LM_EVAL`` / ``doubles.LM_EVAL_EXT``).
 
 Tests that need the datasets take ``data_dir`` (or carry ``@pytest.mark.requires_data``): they read
 them only through ``$LM_EVAL_EXT_DATA_DIR`` and are skipped, with one reason, when it is unset.
@@ -17,6 +20,7 @@ from pathlib import Path
 import pytest
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
+TESTS_DIR = PROJECT_ROOT / "tests"
 pytest_plugins = ["pytester"]  # test_scaffolding runs small sessions with this conftest
 
 # Test the checkout even when the package is not installed. When it is
@@ -44,8 +48,8 @@ OFFLINE_ENV = {
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory) -> Path:
     """Directory of the tiny random Llama (2 layers, hidden 64, vocab 1000), built once per test run."""
+    from doubles.tiny_model import build_tiny_model
     from helpers.once import built_once
-    from lm_eval_ext.testing.tiny_model import build_tiny_model
 
     return built_once(tmp_path_factory, "tiny_model", build_tiny_model)
 
@@ -57,7 +61,7 @@ def stub_openai():
     For other options (responder, faults, delay), build one in the test:
     ``with StubOpenAIServer(...) as srv``.
     """
-    from lm_eval_ext.testing.stub_openai import StubOpenAIServer
+    from doubles.stub_openai import StubOpenAIServer
 
     with StubOpenAIServer() as srv:
         yield srv
@@ -74,6 +78,9 @@ def mirror_dir() -> Path | None:
 
 
 def pytest_configure(config):
+    import doubles
+
+    doubles.register()
     config.addinivalue_line(
         "markers", f"requires_data: the test reads the datasets through {DATA_DIR_ENV}; skipped when it is unset")
     mirror = mirror_dir()
@@ -133,8 +140,8 @@ def data_dir() -> Path:
 def _run_command(cmd, *, cwd, env: dict | None = None, timeout: float = 600, input: str | None = None):
     full_env = {**os.environ, **OFFLINE_ENV}
     full_env["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), full_env.get("PATH", "")])
-    if _FROM_CHECKOUT:
-        full_env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PROJECT_ROOT), full_env.get("PYTHONPATH")]))
+    paths = [str(TESTS_DIR), str(PROJECT_ROOT) if _FROM_CHECKOUT else None, full_env.get("PYTHONPATH")]
+    full_env["PYTHONPATH"] = os.pathsep.join(filter(None, paths))
     full_env.update(env or {})
     return subprocess.run(
         [str(c) for c in cmd],
@@ -153,8 +160,8 @@ def run_cli(tmp_path):
 
     The subprocess gets the current environment plus :data:`OFFLINE_ENV`, this
     interpreter's bin dir first on ``PATH`` (so ``lm_eval`` and ``lm-eval-ext``
-    are this venv's), the checkout on ``PYTHONPATH`` when the package is not
-    installed, and ``cwd`` = a fresh tmp dir unless given. stdout/stderr are
+    are this venv's), ``tests/`` on ``PYTHONPATH`` (for ``python -m doubles``) and the checkout too when
+    the package is not installed, and ``cwd`` = a fresh tmp dir unless given. stdout/stderr are
     captured as text. Usage: ``run_cli(["lm_eval", "--help"], env={...}, timeout=300)``.
     """
 

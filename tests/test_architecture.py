@@ -12,7 +12,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "lm_eval_ext"
 
 LAYERS = [
     # foundation
-    {"lm_eval_ext", "lm_eval_ext.errors", "lm_eval_ext.paths"},
+    {"lm_eval_ext", "lm_eval_ext.errors", "lm_eval_ext.paths", "lm_eval_ext.atomic_write"},
     # data layer
     {"lm_eval_ext.data"},
     # shared machinery below the benchmarks
@@ -20,7 +20,7 @@ LAYERS = [
     {"lm_eval_ext.conversation", "lm_eval_ext.judge"},
     # the harness boundary (task base class, request types, discovery)
     {"lm_eval_ext.startup_hook", "lm_eval_ext.autoload", "lm_eval_ext.boundary", "lm_eval_ext.task_base", "lm_eval_ext.answers", "lm_eval_ext.judge.harness",
-     "lm_eval_ext.models", "lm_eval_ext.testing"},
+     "lm_eval_ext.models", "lm_eval_ext.user_errors", "lm_eval_ext.interrupts"},
     # the benchmarks: data -> prompts -> tasks -> scoring
     {"lm_eval_ext.lieder", "lm_eval_ext.litm", "lm_eval_ext.magnifico", "lm_eval_ext.elitr"},
     # reading results, published numbers
@@ -29,7 +29,7 @@ LAYERS = [
     {"lm_eval_ext.report", "lm_eval_ext.export", "lm_eval_ext.leaderboard"},
     # commands
     {"lm_eval_ext.commands", "lm_eval_ext.cli", "lm_eval_ext.data.cli", "lm_eval_ext.judge.cli",
-     "lm_eval_ext.report.cli", "lm_eval_ext.export.cli", "lm_eval_ext.leaderboard.cli"},
+     "lm_eval_ext.report.cli", "lm_eval_ext.export.cli", "lm_eval_ext.leaderboard.cli", "lm_eval_ext.lieder.cli"},
 ]
 
 

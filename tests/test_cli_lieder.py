@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from doubles import LM_EVAL_EXT
+
 TASK_NAMES = ("lieder_base", "lieder_diff", "lieder_two", "lieder")
 
 
@@ -100,7 +102,7 @@ def test_missing_data_offline_is_one_clear_paragraph(run_cli, tmp_path):
     table.write_text(json.dumps({"entries": [], "default": -1.0}))
     env = {"LM_EVAL_EXT_DATA_DIR": str(tmp_path / "no-mirror"), "LM_EVAL_EXT_CACHE_DIR": str(tmp_path / "cache"),
            "LM_EVAL_EXT_OFFLINE": "1"}
-    proc = run_cli(["lm-eval-ext", "run", "--model", "ext-loglik-table", "--model_args", f"table={table}",
+    proc = run_cli([*LM_EVAL_EXT, "run", "--model", "ext-loglik-table", "--model_args", f"table={table}",
                     "--tasks", "lieder_base"], env=env, timeout=300)
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr
@@ -116,7 +118,7 @@ def test_explicit_stimuli_file(run_cli, data_dir, tmp_path):
     table = tmp_path / "table.json"
     table.write_text(json.dumps({"entries": [], "default": -1.0}))
     out = tmp_path / "out"
-    proc = run_cli(["lm-eval-ext", "run", "--model", "ext-loglik-table", "--model_args", f"table={table}",
+    proc = run_cli([*LM_EVAL_EXT, "run", "--model", "ext-loglik-table", "--model_args", f"table={table}",
                     "--tasks", "lieder_base", "--metadata", f"stimuli_file={stimuli}",
                     "--output_path", str(out), "--log_samples"], timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]

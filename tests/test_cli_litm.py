@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from doubles import LM_EVAL_EXT
+
 PARTIAL = ("lost_in_the_middle/partial_first_release_2023/ViktorTorp+lost-in-the-middle/qa_predictions/20_total_documents/"
            "gpt_reordered/nq-open-20_total_documents_gold_at_0-gpt-35-reorder-predictions-scored.jsonl.gz")
 # Fast generation for tests: few new tokens, special tokens suppressed (tiny_model.py).
@@ -135,7 +137,7 @@ def test_missing_multi_document_file_is_one_clear_paragraph(run_cli, data_dir, t
     responses = tmp_path / "r.json"
     responses.write_text(json.dumps({"rules": [], "default": "x"}))
     env = {"LM_EVAL_EXT_CACHE_DIR": str(tmp_path / "cache"), "LM_EVAL_EXT_OFFLINE": "1"}
-    proc = run_cli(["lm-eval-ext", "run", "--model", "ext-canned-gen", "--model_args", f"responses={responses}",
+    proc = run_cli([*LM_EVAL_EXT, "run", "--model", "ext-canned-gen", "--model_args", f"responses={responses}",
                     "--tasks", "litm_qa_30docs"], env=env, timeout=300)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert "nq-open-30_total_documents_gold_at_0.jsonl.gz" in proc.stderr and "lm-eval-ext data fetch" in proc.stderr
@@ -144,7 +146,7 @@ def test_missing_multi_document_file_is_one_clear_paragraph(run_cli, data_dir, t
 def test_bad_positions_are_one_clear_paragraph(run_cli, data_dir, tmp_path):
     responses = tmp_path / "r.json"
     responses.write_text(json.dumps({"rules": [], "default": "x"}))
-    proc = run_cli(["lm-eval-ext", "run", "--model", "ext-canned-gen", "--model_args", f"responses={responses}",
+    proc = run_cli([*LM_EVAL_EXT, "run", "--model", "ext-canned-gen", "--model_args", f"responses={responses}",
                     "--tasks", "litm_kv_75keys", "--metadata", "litm_positions=[0,75]"], timeout=300)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert "gold positions [75] are outside 0..74" in proc.stderr
@@ -156,7 +158,7 @@ def test_openai_compatible_server_with_a_perfect_responder(run_cli, tiny_model_d
     --model_args and the tokenizer from --metadata, as for any API model."""
     import re
 
-    from lm_eval_ext.testing.stub_openai import StubOpenAIServer
+    from doubles.stub_openai import StubOpenAIServer
 
     def lookup(request: dict) -> str:  # answers every key-value question right
         prompt = request["messages"][-1]["content"]

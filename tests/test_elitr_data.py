@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from doubles.stub_openai import StubOpenAIServer
 from helpers.judge import judge_calls
-from lm_eval_ext.testing.stub_openai import StubOpenAIServer
 
 CORPUS = "elitr_bench/ELITR-minuting-corpus/elitr-minuting-corpus-en"
 

@@ -32,7 +32,7 @@ import pytest
 from scipy import stats
 
 from helpers.judge import answering_the_probe
-from lm_eval_ext.testing.stub_openai import StubOpenAIServer
+from doubles.stub_openai import StubOpenAIServer
 
 KEY_ENV = "LMX_ELITR_TEST_KEY"
 SCORES = {1: 8, 2: 6, 3: 4, 4: 2, 5: 9, 6: 7, 7: 3, 8: 5, 9: 6, 10: 4, 11: 10, 12: 1, 13: 7, 14: 9}

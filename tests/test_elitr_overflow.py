@@ -10,7 +10,7 @@ import re
 
 import pytest
 
-from lm_eval_ext.testing.stub_openai import StubOpenAIServer
+from doubles.stub_openai import StubOpenAIServer
 
 KEY_ENV = "LMX_ELITR_OVERFLOW_KEY"
 MAX_LENGTH, MAX_GEN = 1024, 8

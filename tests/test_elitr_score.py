@@ -13,7 +13,8 @@ import zipfile
 import pytest
 from scipy import stats
 
-from lm_eval_ext.testing.stub_openai import StubOpenAIServer
+from doubles import LM_EVAL_EXT
+from doubles.stub_openai import StubOpenAIServer
 
 KEY_ENV = "LMX_ELITR_SCORE_KEY"
 KEY = "sk-elitr-score-key-0123456789abcdef"
@@ -164,7 +165,7 @@ def test_samples_file_round_trip(run_cli, data_dir, tmp_path):
     judge_env = {KEY_ENV: KEY}
     with StubOpenAIServer(text="\\boxed{7}", models=()) as first, StubOpenAIServer(text="\\boxed{3}") as second:
         out = tmp_path / "out"
-        proc = run_cli(["lm-eval-ext", "run", "--model", "ext-canned-gen", "--model_args", f"responses={responses}",
+        proc = run_cli([*LM_EVAL_EXT, "run", "--model", "ext-canned-gen", "--model_args", f"responses={responses}",
                         "--tasks", "elitr_bench_qa_dev_st", "--limit", "4", "--log_samples", "--output_path", str(out),
                         "--metadata", f"judge_base_url={first.base_url},judge_api_key_env={KEY_ENV},judge_cache=none"],
                        env=judge_env, timeout=600)

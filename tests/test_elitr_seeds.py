@@ -6,7 +6,8 @@ import math
 
 import pytest
 
-from lm_eval_ext.testing.stub_openai import StubOpenAIServer
+from doubles import LM_EVAL_EXT
+from doubles.stub_openai import StubOpenAIServer
 
 
 def write_results(path, score, failures, pvalue):
@@ -54,7 +55,7 @@ def test_seed_runs_end_to_end(run_cli, data_dir, tmp_path):
         return {2023: "\\boxed{4}", 2024: "\\boxed{7}"}[request["seed"]]
 
     with StubOpenAIServer(responder=judge, models=()) as srv:
-        proc = run_cli(["lm-eval-ext", "elitr", "seeds", "--seeds", "2023", "2024", "--json", "--",
+        proc = run_cli([*LM_EVAL_EXT, "elitr", "seeds", "--seeds", "2023", "2024", "--json", "--",
                         "--model", "ext-canned-gen", "--model_args", f"responses={responses}",
                         "--tasks", "elitr_bench_qa_test2_st", "--limit", "2", "--output_path", str(tmp_path / "out"),
                         "--metadata", f"judge_base_url={srv.base_url},judge_api_key_env={key_env},judge_cache=none"],

@@ -254,6 +254,11 @@ def test_every_benchmark_exports_valid_exact_records(lieder_scripted, litm_scrip
     judge = elitr["judge"]["elitr_bench_qa_dev_st"]
     assert (judge["model"], judge["template"], judge["seed"]) == ("stub-judge", "judge_gpt4_rubric_en.txt", 2024)
     assert len(judge["template_sha256"]) == 64
+    # the judge's tokens, per task as it recorded them, and their sum over the record's tasks
+    assert judge["usage"]["requests"] > 0 and judge["usage"]["prompt_tokens"] > 0
+    assert elitr["judge_usage"] == {key: sum(task["usage"][key] for task in elitr["judge"].values())
+                                    for key in ("requests", "prompt_tokens", "completion_tokens", "from_cache")}
+    assert "judge_usage" not in litm
     seeds = elitr["benchmarks"]["elitr_bench"]["seeds"]["elitr_bench_qa_dev_st/score"]
     low, high = (data["results"]["elitr_bench_qa_dev_st"]["score,judge"] for data in _all_results(elitr_scripted)["elitr_bench_qa_dev_st"])
     assert seeds["n"] == 2 and sorted(seeds["seeds"]) == [2023, 2024]

@@ -5,17 +5,25 @@ Subprocess tests run the real ``lm_eval`` command or a fresh interpreter, so the
 """
 from __future__ import annotations
 
+import configparser
+import importlib.util
 import json
+import logging
 import math
 import subprocess
 import sys
 import sysconfig
+import types
 import zipfile
 from pathlib import Path
 
 import pytest
 
+from doubles import LM_EVAL, LM_EVAL_EXT
+from doubles import MODELS as DOUBLES
+
 ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = ROOT / "tests" / "fixtures"
 PLUGIN_TASKS = ("lieder_base", "lieder", "litm_qa_20docs", "lost_in_the_middle", "magnifico_direct_base", "magnifico",
                 "elitr_bench_qa_dev_st", "elitr_bench_qa_dev_mt", "elitr_bench", "elitr_bench_cs")
 
@@ -29,26 +37,63 @@ def test_the_boundary_finds_everything_it_relies_on():
         f"{', '.join(CHECKED_ON)}): {'; '.join(missing)}. Adapt the boundary to this harness version.")
 
 
-def test_task_manager_and_models_see_the_plugin_in_process():
+def test_task_manager_and_models_see_the_plugin_in_process(tmp_path):
     from lm_eval.api.registry import get_model
     from lm_eval.tasks import TaskManager
 
     manager = TaskManager(include_defaults=False)
     assert set(PLUGIN_TASKS) <= set(manager.all_tasks)
-    # a user's --include_path is indexed after the plugin's (it wins) and the plugin's is not added twice
-    again = TaskManager(include_defaults=False, include_path=str(ROOT / "tasks"))
+    # a user's --include_path is indexed after the plugin's: its task of the same name wins (#4015)
+    (tmp_path / "lieder_base.yaml").write_text("task: lieder_base\ndataset_path: json\noutput_type: loglikelihood\n"
+                                               "doc_to_text: x\ndoc_to_target: y\n")
+    again = TaskManager(include_defaults=False, include_path=str(tmp_path))
     assert again.all_tasks == manager.all_tasks
-    assert get_model("ext-canned-gen").__name__ == "CannedGenLM"  # a test double, imported when asked for
+    assert again.task_index["lieder_base"].yaml_path.parent == tmp_path
+    assert get_model("ext-replay").__name__ == "ReplayLM"
     assert get_model("hf").__name__ == "HFLM"  # the built-ins are still there
 
 
-def test_test_doubles_are_not_imported_by_a_harness_start(run_cli):
-    code = ("import sys; from lm_eval.tasks import TaskManager; import lm_eval.api.registry as r; "
-            "TaskManager(include_defaults=False); print('ext-canned-gen' in r.model_registry, "
-            "'lm_eval_ext.models.scripted' in sys.modules)")
+def test_task_paths_go_where_the_harness_puts_plugin_tasks(monkeypatch):
+    """defaults < plugins < include_path, the plugins' also with include_defaults=False (#4015)."""
+    import lm_eval.tasks.manager
+    from lm_eval.tasks import TaskManager
+    from lm_eval.tasks._index import TaskIndex
+
+    from lm_eval_ext import boundary
+    from lm_eval_ext.paths import tasks_dir
+
+    built = []
+    monkeypatch.setattr(TaskIndex, "build", staticmethod(lambda paths, **kwargs: built.append(list(paths)) or {}))
+    builtins = Path(lm_eval.tasks.manager.__file__).parent
+    TaskManager(include_path="mine")
+    TaskManager(include_path=["mine", "yours"], include_defaults=False)
+    monkeypatch.setitem(boundary._settings, "builtin_tasks", False)  # lm-eval-ext run, plugin tasks only
+    TaskManager()
+    assert built == [[builtins, tasks_dir(), Path("mine")], [tasks_dir(), Path("mine"), Path("yours")], [tasks_dir()]]
+
+
+def test_the_harness_keeps_its_own_arguments_and_warnings():
+    from lm_eval.tasks import TaskManager
+
+    mine = str(ROOT / "tasks" / "lieder")
+    with pytest.warns(DeprecationWarning, match="verbosity") as caught:
+        manager = TaskManager(verbosity="INFO", include_path=mine, include_defaults=False)
+    assert manager.include_path is mine  # as given, not a list with the plugin's directory
+    assert [w.filename for w in caught] == [__file__]  # the harness's stacklevel names its caller
+    assert "lieder_base" in manager.all_tasks and "elitr_bench" in manager.all_tasks
+
+
+def test_importing_the_harness_imports_nothing_of_the_plugin(run_cli):
+    """Until a model is looked up by name (or tasks are listed); then ext-replay is registered, no test double."""
+    code = ("import sys, lm_eval, lm_eval.api.registry as r\n"
+            "plugin = lambda: sorted(m for m in sys.modules if m.startswith('lm_eval_ext'))\n"
+            "print(len(r.model_registry), plugin())\n"
+            "r.get_model('hf')\n"
+            "from lm_eval.models import MODEL_MAPPING\n"
+            "print(sorted(set(r.model_registry) - set(MODEL_MAPPING)), 'lm_eval_ext.models.replay' in sys.modules)\n")
     proc = run_cli([sys.executable, "-c", code])
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.split() == ["True", "False"]  # registered by name, imported only when asked for
+    assert proc.stdout.splitlines() == ["0 []", "['ext-replay'] False"]
 
 
 def test_opt_out_leaves_the_harness_alone(run_cli):
@@ -80,32 +125,87 @@ def test_a_broken_plugin_is_one_warning_and_the_harness_goes_on(run_cli, breakag
     assert proc.stdout.split() == ["HFLM", "False"]  # the harness works, without the plugin's tasks
 
 
-def test_a_harness_that_discovers_plugins_itself_is_left_alone():
-    from types import SimpleNamespace
+def _harness_pr():
+    """The harness's proposed plugin discovery (tests/fixtures/harness_pr_plugin_discovery.py), fresh."""
+    spec = importlib.util.spec_from_file_location("harness_pr_plugin_discovery", FIXTURES / "harness_pr_plugin_discovery.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _task_manager_with_plugin_discovery(pr):
+    """The installed harness's task manager module with #4015 patched in: its line in TaskManager.__init__ and
+    its discovery function (a fresh module; the harness's own is untouched)."""
+    import lm_eval.tasks.manager as installed
+
+    source = Path(installed.__file__).read_text(encoding="utf-8")
+    assert pr.TASK_MANAGER_ANCHOR in source, "TaskManager.__init__ no longer lists the built-in tasks as #4015 expects"
+    module = types.ModuleType(installed.__name__)
+    module.__file__, module.__package__ = installed.__file__, installed.__package__
+    module.discover_plugin_task_paths = pr.discover_plugin_task_paths
+    exec(compile(source.replace(pr.TASK_MANAGER_ANCHOR, pr.TASK_MANAGER_ANCHOR + pr.TASK_MANAGER_LINE),
+                 installed.__file__, "exec"), module.__dict__)
+    return module
+
+
+def _overrides(caplog) -> list[str]:
+    return [r.getMessage() for r in caplog.records if "overrides existing task" in r.getMessage()]
+
+
+def test_a_harness_that_discovers_plugin_tasks_itself_finds_each_once(caplog):
+    from lm_eval.tasks._index import TaskIndex
+
+    from lm_eval_ext import boundary
+    from lm_eval_ext.paths import tasks_dir
+
+    harness = _task_manager_with_plugin_discovery(_harness_pr())
+    own = harness.TaskIndex
+    boundary.on_harness_import("lm_eval.tasks.manager", harness)  # what the start-up hook does once it is imported
+    assert harness.TaskIndex is own  # left alone: the harness reads the plugin's lm_eval.tasks entry point
+    ours = TaskIndex.build([tasks_dir()])
+    with caplog.at_level(logging.WARNING, logger="lm_eval.tasks._index"):
+        manager = harness.TaskManager(include_defaults=False)
+    assert set(ours) <= set(manager.all_tasks) and set(PLUGIN_TASKS) <= set(ours)
+    assert _overrides(caplog) == []  # each plugin task indexed once
+    # the check sees a plugin directory indexed twice: the hook's addition on top of the harness's own
+    boundary._add_plugin_tasks(harness)
+    with caplog.at_level(logging.WARNING, logger="lm_eval.tasks._index"):
+        harness.TaskManager(include_defaults=False)
+    assert len(_overrides(caplog)) == len(ours)
+
+
+def test_a_harness_that_discovers_plugin_models_itself_registers_each_once(monkeypatch):
+    import lm_eval.api.registry as registry
+    import lm_eval.models
 
     from lm_eval_ext import boundary
 
-    class Manager:
-        def __init__(self, verbosity=None, include_path=None, include_defaults=True, metadata=None):
-            self.include_path = include_path
-
-    native = SimpleNamespace(TaskManager=Manager, discover_plugin_task_paths=lambda: ())
-    boundary.on_harness_import("lm_eval.tasks.manager", native)
-    assert Manager(include_path="mine").include_path == "mine"  # not wrapped: the harness reads our entry point
-    old = SimpleNamespace(TaskManager=Manager)
-    boundary.on_harness_import("lm_eval.tasks.manager", old)
-    assert Manager(include_path="mine").include_path[-1] == "mine" and len(Manager().include_path) == 1
+    pr = _harness_pr()
+    native = registry.Registry("model")
+    monkeypatch.setattr(registry, "model_registry", native)
+    monkeypatch.setattr(registry, "load_plugins", pr.load_plugins, raising=False)
+    monkeypatch.setattr(registry, "import_plugins", pr.import_plugins, raising=False)
+    boundary.on_harness_import("lm_eval.models", lm_eval.models)  # what the start-up hook does once it is imported
+    assert list(native) == []  # left to the harness
+    assert pr.load_plugins("lm_eval.models", native) == ["ext-replay"]
+    assert native.get("ext-replay").__name__ == "ReplayLM"
+    # a harness without it: the hook registers the same entry point, once however often it runs
+    monkeypatch.delattr(registry, "load_plugins")
+    older = registry.Registry("model")
+    monkeypatch.setattr(registry, "model_registry", older)
+    boundary.on_harness_import("lm_eval.models", lm_eval.models)
+    boundary.activate()
+    assert list(older) == ["ext-replay"] and older.get("ext-replay") is native.get("ext-replay")
 
 
 def test_entry_points_are_declared():
     from importlib.metadata import distribution
 
     points = {(p.group, p.name): p.value for p in distribution("lm-eval-ext").entry_points}
-    assert points[("lm_eval.tasks", "lm_eval_ext")] == "lm_eval_ext.tasks"
-    assert points[("lm_eval.models", "ext-canned-gen")] == "lm_eval_ext.models.scripted:CannedGenLM"
-    assert points[("lm_eval.models", "ext-loglik-table")] == "lm_eval_ext.models.scripted:LoglikTableLM"
-    import importlib.util
-
+    assert {key: value for key, value in points.items() if key[0].startswith("lm_eval.")} == {
+        ("lm_eval.tasks", "lm_eval_ext"): "lm_eval_ext.tasks",  # #4015: the package holding the task YAMLs
+        ("lm_eval.models", "ext-replay"): "lm_eval_ext.models.replay:ReplayLM",  # #4013: module:Class
+    }
     # what the harness's task entry point resolves: the package's directory, holding the YAMLs
     found = importlib.util.find_spec("lm_eval_ext.tasks")
     folder = Path(found.submodule_search_locations[0])
@@ -131,6 +231,40 @@ def test_every_task_yaml_declares_the_metrics_every_document_reports():
         assert "version" in (cfg.get("metadata") or {}), f"{name} has no metadata.version"
 
 
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory) -> Path:
+    """The plugin's wheel, built from this checkout."""
+    folder = tmp_path_factory.mktemp("wheel")
+    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w", str(folder),
+                           str(ROOT)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    (built,) = folder.glob("lm_eval_ext-*.whl")
+    return built
+
+
+@pytest.mark.slow
+def test_the_wheel_holds_only_what_users_run(wheel):
+    names = zipfile.ZipFile(wheel).namelist()
+    (info,) = {n.split("/")[0] for n in names if n.split("/")[0].endswith(".dist-info")}
+    assert {n.split("/")[0] for n in names} == {"lm_eval_ext", info, "lm_eval_ext_autoload.pth"}
+    shipped = {n for n in names if n.endswith(".py")}
+    source = {str(p.relative_to(ROOT)) for p in (ROOT / "lm_eval_ext").rglob("*.py")}
+    tasks = {"lm_eval_ext/" + str(p.relative_to(ROOT)) for p in (ROOT / "tasks").rglob("*.py")}
+    assert shipped == source | tasks  # the package's own modules and the task hooks, nothing of tests/
+    assert sorted(n for n in shipped if n.startswith("lm_eval_ext/models/")) == [
+        "lm_eval_ext/models/__init__.py", "lm_eval_ext/models/replay.py"]
+    assert not [n for n in names if any(word in n for word in ("testing", "doubles", "scripted", "stub", "conftest"))]
+    points = configparser.ConfigParser()
+    points.optionxform = str
+    points.read_string(zipfile.ZipFile(wheel).read(f"{info}/entry_points.txt").decode())
+    assert {group: dict(points[group]) for group in points.sections()} == {
+        "console_scripts": {"lm-eval-ext": "lm_eval_ext.cli:main"},
+        "lm_eval.models": {"ext-replay": "lm_eval_ext.models.replay:ReplayLM"},
+        "lm_eval.tasks": {"lm_eval_ext": "lm_eval_ext.tasks"},
+    }
+    assert not set(DOUBLES) & set(points["lm_eval.models"])
+
+
 def _fresh_venv(tmp_path: Path) -> Path:
     """A venv whose packages are this one's, through a plain path entry: this venv's .pth hooks do not run there."""
     venv = tmp_path / "venv"
@@ -148,7 +282,7 @@ def _validate(python: Path, run_cli, *tasks: str):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("editable", [False, True])
-def test_install_then_uninstall_in_a_fresh_venv(tmp_path, run_cli, editable):
+def test_install_then_uninstall_in_a_fresh_venv(tmp_path, run_cli, editable, request):
     python = _fresh_venv(tmp_path)
     site = Path(subprocess.check_output([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                                         text=True).strip())
@@ -159,12 +293,7 @@ def test_install_then_uninstall_in_a_fresh_venv(tmp_path, run_cli, editable):
     if editable:
         install = [*pip, "install", "--no-deps", "--ignore-installed", "--no-build-isolation", "-e", str(ROOT)]
     else:
-        proc = run_cli([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w", str(tmp_path),
-                        str(ROOT)], timeout=300)
-        assert proc.returncode == 0, proc.stderr
-        (wheel,) = tmp_path.glob("lm_eval_ext-*.whl")
-        assert "lm_eval_ext_autoload.pth" in zipfile.ZipFile(wheel).namelist()
-        install = [*pip, "install", "--no-deps", "--ignore-installed", str(wheel)]
+        install = [*pip, "install", "--no-deps", "--ignore-installed", str(request.getfixturevalue("wheel"))]
     proc = run_cli(install, timeout=300)
     assert proc.returncode == 0, proc.stderr
     hook = (site / "lm_eval_ext_autoload.pth").read_text()
@@ -173,6 +302,9 @@ def test_install_then_uninstall_in_a_fresh_venv(tmp_path, run_cli, editable):
     proc = run_cli([str(python), "-c", "import sys; print(sys.meta_path[0].__name__, "
                                        "sorted(m for m in sys.modules if m.startswith('lm_eval_ext')))"])
     assert proc.stdout.split() == ["LmEvalExtStartupHook", "[]"], proc.stdout + proc.stderr
+    proc = run_cli([str(python), "-c", "from importlib.metadata import entry_points; "
+                                       "print(*sorted(e.name for e in entry_points(group='lm_eval.models')))"])
+    assert proc.stdout.split() == ["ext-replay"], proc.stdout + proc.stderr  # the one model users need
     proc = _validate(python, run_cli, "lieder_base", "elitr_bench_qa_dev_mt", "magnifico")
     assert proc.returncode == 0 and "All tasks found and valid" in proc.stdout, proc.stdout + proc.stderr
     proc = run_cli([*pip, "uninstall", "-y", "lm-eval-ext"], timeout=300)
@@ -201,12 +333,12 @@ def test_python_api_and_both_commands_give_the_same_numbers(run_cli, data_dir, t
     table.write_text(json.dumps({"entries": [], "default": -3.0}))
     api = lm_eval.simple_evaluate(model="ext-loglik-table", model_args={"table": str(table)}, tasks=["lieder_base"])
     numbers = {}
-    for command in (["lm_eval", "run"], ["lm-eval-ext", "run"]):
-        out = tmp_path / command[0]
+    for command in ([*LM_EVAL, "run"], [*LM_EVAL_EXT, "run"]):
+        out = tmp_path / command[3]
         proc = run_cli([*command, "--model", "ext-loglik-table", "--model_args", f"table={table}",
                         "--tasks", "lieder_base", "--output_path", str(out)], timeout=600)
         assert proc.returncode == 0, proc.stderr[-3000:]
-        numbers[command[0]] = json.loads(next(out.rglob("results_*.json")).read_text())["results"]["lieder_base"]
+        numbers[command[3]] = json.loads(next(out.rglob("results_*.json")).read_text())["results"]["lieder_base"]
     expected = {k: v for k, v in api["results"]["lieder_base"].items() if k not in ("name", "alias")}
     for got in numbers.values():
         for key, value in expected.items():

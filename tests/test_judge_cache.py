@@ -20,7 +20,8 @@ import pytest
 from lm_eval_ext.judge import JudgeItem, resolve_config
 from lm_eval_ext.judge.errors import JudgeCacheError
 from lm_eval_ext.judge.runner import Judge
-from lm_eval_ext.testing.stub_openai import StubOpenAIServer
+
+from doubles.stub_openai import StubOpenAIServer
 
 KEY_ENV = "LMX_TEST_JUDGE_KEY"
 PAGE = 4096
@@ -77,7 +78,8 @@ def test_a_file_that_is_not_a_cache_stops_before_any_call(tmp_path):
     message = str(err.value)
     assert "\n" not in message and f"The judge cache {cache} cannot be read: file is not a database." in message
     assert f"for f in {cache} {cache}-wal {cache}-shm; do if [ -e \"$f\" ]; then mv \"$f\" \"$f.broken\"; fi; done" in message
-    assert "--judge-cache" in message and "judge_cache=none" in message
+    # no command with --judge-* flags runs here: the advice is the harness's --metadata, in its JSON form
+    assert """--metadata '{"judge_cache": "PATH"}', or --metadata '{"judge_cache": "none"}'""" in message
     assert _sha256(cache) == before
 
 

@@ -16,74 +16,16 @@ from pathlib import Path
 
 import pytest
 
+from doubles import LM_EVAL_EXT
+from doubles.stub_openai import StubOpenAIServer
 from helpers.judge import is_probe, judge_calls
-from lm_eval_ext.testing.stub_openai import StubOpenAIServer
+from helpers.judge_toy import judge_or_answer, judge_scoring_all, results_and_samples, write_task_dir
 
 KEY_ENV = "LMX_TEST_JUDGE_KEY"
 FAKE_KEY = "sk-lmx-FAKE-3f9d0b7e66a14c21-DO-NOT-LEAK"
-DOCS = [
-    {"question": "Capital of France?", "answer": "Paris"},
-    {"question": "Capital of Italy?", "answer": "Rome"},
-    {"question": "Capital of Spain?", "answer": "Madrid"},
-]
-ANSWERS = {"France": "Paris", "Italy": "Milan", "Spain": "no idea"}
-VERDICTS = {"Paris": "Right city. \\boxed{9}", "Milan": "Wrong city. \\boxed{2}", "no idea": "I cannot tell."}
-
-TASK_YAML = """\
-task: {name}
-{class_line}
-dataset_path: json
-dataset_kwargs:
-  data_files: {{test: {data}}}
-test_split: test
-output_type: generate_until
-doc_to_text: "Q: {{{{question}}}}\\nA:"
-doc_to_target: "{{{{answer}}}}"
-generation_kwargs: {{until: ["\\n"], max_gen_toks: 16}}
-filter_list:
-  - name: judge
-    filter:
-      - function: take_first
-      - function: !function lm_eval_ext.judge.harness.JudgeFilter
-        question_field: question
-        reference_field: answer
-        model: yaml-judge-model
-metric_list:
-  - {{metric: score, aggregation: mean, higher_is_better: true}}
-  - {{metric: judge_failures, aggregation: !function lm_eval_ext.metrics.aggregations.count, higher_is_better: false}}
-metadata:
-  version: 1.0
-"""
-
-
-def judge_or_answer(request: dict, verdicts: dict = VERDICTS) -> str:
-    """The stub plays both roles: the judge (rubric prompt) and, for plain lm_eval, the answering model."""
-    if is_probe(request):  # the judge check before generation (lm_eval_ext/judge/probe.py)
-        return "Right. \\boxed{10}"
-    prompt = request["messages"][-1]["content"]
-    if prompt.startswith("### Task description:"):
-        response = re.search(r"### Response to evaluate:\n(.*?)\n\n###", prompt, re.S).group(1)
-        return verdicts[response]
-    return next(answer for country, answer in ANSWERS.items() if country in prompt)
-
-
-def judge_scoring_all(request: dict) -> str:
-    """A judge that scores every answer ("no idea" gets 1)."""
-    return judge_or_answer(request, {**VERDICTS, "no idea": "Not an answer. \\boxed{1}"})
-
-
 @pytest.fixture
 def task_dir(tmp_path) -> Path:
-    folder = tmp_path / "tasks"
-    folder.mkdir()
-    data = tmp_path / "docs.jsonl"
-    data.write_text("".join(json.dumps(d) + "\n" for d in DOCS), encoding="utf-8")
-    judged = "class: !function lm_eval_ext.judge.harness.JudgedTask"
-    (folder / "judged_toy.yaml").write_text(TASK_YAML.format(name="judged_toy", class_line=judged, data=data))
-    (folder / "judged_toy_plain.yaml").write_text(TASK_YAML.format(name="judged_toy_plain", class_line="", data=data))
-    rules = {"rules": [{"contains": c, "response": a} for c, a in ANSWERS.items()], "default": None}
-    (tmp_path / "responses.json").write_text(json.dumps(rules), encoding="utf-8")
-    return folder
+    return write_task_dir(tmp_path)
 
 
 def _evaluate(task_dir: Path, task: str, metadata: dict, **kwargs):
@@ -129,12 +71,29 @@ def test_judged_task_in_process(task_dir, tmp_path, monkeypatch):
     assert math.isnan(spain["score"]) and len(spain_result["judge_outputs"]) == 3
 
 
-def test_a_fully_judged_task_has_its_mean_score(task_dir, tmp_path, monkeypatch):
+def _stub_tokens(text: str) -> int:
+    return math.ceil(len(text) / 4)  # how the stub counts (tests/doubles/stub_openai.py)
+
+
+def test_a_fully_judged_task_has_its_mean_score_and_its_cost(task_dir, tmp_path, monkeypatch):
     monkeypatch.setenv(KEY_ENV, FAKE_KEY)
+    prices = {"judge_price_input": "2.5", "judge_price_output": "10"}
     with StubOpenAIServer(responder=judge_scoring_all, models=["yaml-judge-model"]) as srv:
-        out = _evaluate(task_dir, "judged_toy", _judge_metadata(srv, tmp_path))
+        out = _evaluate(task_dir, "judged_toy", _judge_metadata(srv, tmp_path, **prices))
+        bodies = judge_calls(srv)
+        # a rerun (same endpoint) takes every verdict from the cache: nothing spent, three verdicts counted as cached
+        again = _evaluate(task_dir, "judged_toy", _judge_metadata(srv, tmp_path, judge_check="false", **prices))
+        assert judge_calls(srv) == bodies
     assert out["results"]["judged_toy"]["score,judge"] == 4.0
     assert out["results"]["judged_toy"]["judge_failures,judge"] == 0
+    prompt = sum(_stub_tokens(" ".join(m["content"] for m in b["messages"])) for b in bodies)
+    completion = sum(_stub_tokens(judge_scoring_all(b)) for b in bodies)
+    usage = out["configs"]["judged_toy"]["metadata"]["judge"]["usage"]
+    assert len(bodies) == 3 and prompt > 3 * 100
+    assert usage == {"requests": 3, "prompt_tokens": prompt, "completion_tokens": completion, "from_cache": 0,
+                     "cost_usd": round((prompt * 2.5 + completion * 10) / 1e6, 6)}
+    assert again["configs"]["judged_toy"]["metadata"]["judge"]["usage"] == {
+        "requests": 0, "prompt_tokens": 0, "completion_tokens": 0, "from_cache": 3, "cost_usd": 0.0}
 
 
 def test_judge_filter_outside_a_judged_task_is_an_error(task_dir, tmp_path, monkeypatch):
@@ -168,19 +127,13 @@ def _assert_no_key(paths: list[Path], *texts: str) -> None:
         assert FAKE_KEY not in text
 
 
-def _results(out: Path, task: str) -> tuple[dict, list[dict]]:
-    (results_file,) = out.rglob("results_*.json")
-    (samples_file,) = out.rglob(f"samples_{task}_*.jsonl")
-    return json.loads(results_file.read_text()), [json.loads(line) for line in samples_file.read_text().splitlines()]
-
-
 @pytest.mark.slow
 def test_lm_eval_ext_run_and_secrets(task_dir, tmp_path, run_cli):
     out = tmp_path / "out"
     # the probe (first POST) gets a clean reply; the judging that follows, rate limits and server errors
     with StubOpenAIServer(responder=judge_or_answer, faults={"429": 0.2, "500": 0.1}, retry_after="0.01",
                           fault_sequence=[None], models=()) as srv:
-        proc = run_cli(["lm-eval-ext", "run", "--model", "ext-canned-gen",
+        proc = run_cli([*LM_EVAL_EXT, "run", "--model", "ext-canned-gen",
                         "--model_args", f"responses={tmp_path / 'responses.json'}", "--tasks", "judged_toy",
                         "--include_path", str(task_dir), "--output_path", str(out), "--log_samples",
                         "--verbosity", "DEBUG",
@@ -189,7 +142,7 @@ def test_lm_eval_ext_run_and_secrets(task_dir, tmp_path, run_cli):
                        env={KEY_ENV: FAKE_KEY, "OPENAI_LOG": "debug"}, timeout=300)
         assert proc.returncode == 0, proc.stderr[-3000:]
         assert all(r["headers"]["authorization"] == f"Bearer {FAKE_KEY}" for r in srv.requests)
-    results, samples = _results(out, "judged_toy")
+    results, samples = results_and_samples(out, "judged_toy")
     assert math.isnan(results["results"]["judged_toy"]["score,judge"])
     assert results["results"]["judged_toy"]["judge_failures,judge"] == 1
     assert len(samples) == 3 and "judge judged_toy" in proc.stderr
@@ -211,7 +164,7 @@ def test_plain_lm_eval_run_with_api_model(task_dir, tmp_path, run_cli):
         assert proc.returncode == 0, proc.stderr[-3000:]
         judge_models = {b["model"] for b in judge_calls(srv) if b["messages"][-1]["content"].startswith("###")}
     assert judge_models == {"cli-judge"}
-    results, _ = _results(out, "judged_toy")
+    results, _ = results_and_samples(out, "judged_toy")
     assert math.isnan(results["results"]["judged_toy"]["score,judge"])
     assert results["results"]["judged_toy"]["judge_failures,judge"] == 1
     assert results["configs"]["judged_toy"]["metadata"]["judge"]["model"] == "cli-judge"
@@ -225,7 +178,7 @@ def test_unreachable_judge_in_a_run_is_one_paragraph(task_dir, tmp_path, run_cli
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    proc = run_cli(["lm-eval-ext", "run", "--model", "ext-canned-gen",
+    proc = run_cli([*LM_EVAL_EXT, "run", "--model", "ext-canned-gen",
                     "--model_args", f"responses={tmp_path / 'responses.json'}", "--tasks", "judged_toy",
                     "--include_path", str(task_dir),
                     "--metadata", f"judge_base_url=http://127.0.0.1:{port}/v1", f"judge_api_key_env={KEY_ENV}",

@@ -1,11 +1,10 @@
-"""The judge against a real local OpenAI-compatible server (the stub) through the real openai client:
+"""The judge against a real local OpenAI-compatible server (the stub) through the real HTTP client:
 concurrency, retries and faults, failures, cache and resume, dry run, spending cap, secrets."""
 from __future__ import annotations
 
 import json
 import logging
 import os
-import re
 import signal
 import socket
 import sqlite3
@@ -18,44 +17,18 @@ from pathlib import Path
 
 import pytest
 
-from lm_eval_ext.judge import JudgeItem, judge_many, resolve_config
+from lm_eval_ext.judge import JudgeItem, judge_many
 from lm_eval_ext.judge.errors import JudgeBudgetError, JudgeRequestRejected, JudgeUnreachableError
 from lm_eval_ext.judge.client import CallBudget, JudgeClient
 from lm_eval_ext.judge.runner import Judge
-from lm_eval_ext.testing.stub_openai import StubOpenAIServer
+from doubles.stub_openai import StubOpenAIServer
+from helpers.judge import FAKE_KEY, KEY_ENV, config, items, response_of, score_by_index
 
-KEY_ENV = "LMX_TEST_JUDGE_KEY"
-FAKE_KEY = "sk-lmx-FAKE-7c1e9a55d2b84f0e-DO-NOT-LEAK"
 
 
 @pytest.fixture(autouse=True)
 def _judge_key(monkeypatch):
     monkeypatch.setenv(KEY_ENV, FAKE_KEY)
-
-
-def config(srv_or_url, tmp_path: Path, **options):
-    base_url = srv_or_url if isinstance(srv_or_url, str) else srv_or_url.base_url
-    explicit = {"base_url": base_url, "api_key_env": KEY_ENV, "model": "stub-judge",
-                "cache": str(tmp_path / "judge_cache.sqlite"), "retry_wait": 0.01, "retry_max_wait": 0.05,
-                **options}
-    return resolve_config(explicit=explicit, environ={})
-
-
-def items(n: int, prefix: str = "r") -> list[JudgeItem]:
-    return [JudgeItem(f"question {i}?", f"{prefix}{i}", f"reference {i}") for i in range(n)]
-
-
-def _response_of(request: dict) -> str:
-    prompt = request["messages"][-1]["content"]
-    return re.search(r"### Response to evaluate:\n(.*?)\n\n### Reference", prompt, re.S).group(1)
-
-
-def score_by_index(request: dict) -> str:
-    """r<i> gets \\boxed{i % 10 + 1}; bad<i> gets a reply without a score."""
-    response = _response_of(request)
-    if response.startswith("bad"):
-        return "I cannot grade this."
-    return f"Feedback: fine. \\boxed{{{int(response[1:]) % 10 + 1}}}"
 
 
 def test_request_is_the_papers_and_the_key_is_a_header(tmp_path):
@@ -95,13 +68,13 @@ def test_concurrency_100_items_16_at_a_time(tmp_path):
     with StubOpenAIServer(responder=score_by_index, delay_s=0.2) as srv:
         results = judge_many(items(100), config(srv, tmp_path, concurrency=16), progress=False)
         assert srv.call_count == 100 and srv.max_in_flight == 16
-        asked = sorted(_response_of(r["body"]) for r in srv.requests)
+        asked = sorted(response_of(r["body"]) for r in srv.requests)
     assert asked == sorted(f"r{i}" for i in range(100))  # each item asked once
     assert [r.score for r in results] == [float(i % 10 + 1) for i in range(100)]  # results in item order
     with StubOpenAIServer(responder=score_by_index, delay_s=0.05) as srv:
         judge_many(items(10), config(srv, tmp_path / "one", concurrency=1), progress=False)
         assert srv.max_in_flight == 1
-        assert [_response_of(r["body"]) for r in srv.requests] == [f"r{i}" for i in range(10)]  # in order
+        assert [response_of(r["body"]) for r in srv.requests] == [f"r{i}" for i in range(10)]  # in order
 
 
 def test_faults_every_item_scored_or_counted(tmp_path):
@@ -244,7 +217,9 @@ def test_a_judge_that_hangs_mid_run_stops_the_run_after_one_items_tries(tmp_path
     anywhere meanwhile, instead of failing the remaining items one by one (each after all its tries)."""
     with StubOpenAIServer(responder=score_by_index, fault_sequence=[None] * 6, faults={"timeout": 1.0},
                           timeout_s=30) as srv:
-        judge = Judge(config(srv, tmp_path, concurrency=2, timeout=0.2, retries=1), progress=False)
+        # the circuit breaker off: this is the per-item rule (test_judge_bounds.py has the breaker)
+        judge = Judge(config(srv, tmp_path, concurrency=2, timeout=0.2, retries=1, stop_after_timeouts=0),
+                      progress=False)
         with pytest.raises(JudgeUnreachableError) as err:
             judge.run(items(40))
         # 6 answered; then the 2 items in flight, and at most one more (an item first tried before the last
@@ -266,7 +241,7 @@ def test_cache_rerun_makes_no_call(tmp_path):
         assert calls == 20 + 3 * 3
         again = judge_many(work, config(srv, tmp_path), progress=False)
         assert srv.call_count == calls  # zero new calls, failures included (their replies are cached)
-    assert again == [r.__class__(**{**r.__dict__, "calls": 0}) for r in first]
+    assert again == [r.__class__(**{**r.__dict__, "calls": 0, "usage": None}) for r in first]
     # another sampling setting is another request: not served from the cache
     with StubOpenAIServer(responder=score_by_index) as srv:
         judge_many(work[:2], config(srv, tmp_path, temperature=0.0), progress=False)
@@ -355,7 +330,7 @@ def test_killed_run_resumes_without_repeating_finished_calls(tmp_path):
 
 
 def test_key_is_written_nowhere(tmp_path, caplog, capsys):
-    caplog.set_level(logging.DEBUG)  # every logger, the openai client's and httpx's included
+    caplog.set_level(logging.DEBUG)  # every logger, httpx's and httpcore's included
     faults = {"429": 0.2, "500": 0.1, "noscore": 0.1}
     with StubOpenAIServer(responder=score_by_index, faults=faults, seed=1) as srv:
         judge = Judge(config(srv, tmp_path), progress=True)
@@ -365,11 +340,11 @@ def test_key_is_written_nowhere(tmp_path, caplog, capsys):
         judge_many(items(2), config(srv, tmp_path / "x"), progress=True)
     captured = capsys.readouterr()
     assert "judge" in captured.err  # the progress and summary lines were captured
-    texts = [caplog.text, captured.out, captured.err, str(err.value), json.dumps(judge.record),
+    texts = [caplog.text, captured.out, captured.err, str(err.value), json.dumps(judge.record.to_dict()),
              json.dumps(judge.stats.to_dict())]
     assert all(FAKE_KEY not in text for text in texts)
-    # the client's own debug logs (request options, retries) were really captured
-    assert {r.name.split(".")[0] for r in caplog.records} >= {"openai", "lm_eval_ext"}
+    # the HTTP client's own debug logs (requests, connections, retries) were really captured
+    assert {r.name.split(".")[0] for r in caplog.records} >= {"httpx", "httpcore", "lm_eval_ext"}
     for path in tmp_path.rglob("*"):
         if path.is_file():
             assert FAKE_KEY.encode() not in path.read_bytes(), path

@@ -12,7 +12,7 @@ from collections import defaultdict
 
 import pytest
 
-from lm_eval_ext.testing.stub_openai import StubOpenAIServer
+from doubles.stub_openai import StubOpenAIServer
 
 MEMBER = "generated-responses/elitr-bench-qa_test2_st_all-eval.json"
 KEY_ENV = "LMX_TEST_JUDGE_KEY"
@@ -196,3 +196,4 @@ def test_missing_key_is_one_paragraph(data_dir, run_cli, tmp_path):
                     "--judge-cache", "none", "--output-dir", str(tmp_path / "v")])
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert "environment variable LMX_NO_SUCH_KEY, which is not set" in proc.stderr
+    assert "name another variable with --judge-api-key-env NAME" in proc.stderr  # this command's own flag

@@ -80,7 +80,7 @@ def test_overview_in_a_browser(site, tmp_path):
         headers = page.eval_on_selector_all("table.sortable thead th", "hs => hs.map(h => h.textContent)")
         # records at two versions of lieder_base: two columns, never averaged
         assert headers == ["model", "from", "LIEDER: lieder_base/acc (v1.0)", "LIEDER: lieder_base/acc (v2.0)",
-                           "Lost in the Middle: litm_qa_20docs/acc", "MAGNIFICo: magnifico/rel_perf",
+                           "Lost in the Middle: litm_qa_20docs/acc", "MAGNIFICo: rel_perf",
                            "ELITR-Bench: elitr_bench_qa_dev_st/score"]
         models = _column(page, "table.sortable", 0)
         assert models[:6] == ["scripted-lieder-v2", "scripted-lieder", "tiny-chat", "tiny-lieder-limit", "tiny-litm",
@@ -119,6 +119,61 @@ def test_overview_in_a_browser(site, tmp_path):
         assert "Versions" in text and "lieder_base" in text and '"random": 0' in text and EXPORTED_AT in page.inner_text("header")
     assert problems == []
     assert out.joinpath("records/scripted-lieder.html").is_file()
+
+
+def test_magnifico_column_shows_rel_perf_of_every_model_that_has_it(site, tmp_path):
+    """No model ran the magnifico group: each shows the first setting it has, named under the value."""
+    problems: list[str] = []
+    with browser_page(tmp_path / "profile", problems) as page:
+        page.goto(site.index.resolve().as_uri(), wait_until="load")
+        headers = page.eval_on_selector_all("table.sortable thead th", "hs => hs.map(h => h.textContent)")
+        column = headers.index("MAGNIFICo: rel_perf")
+        shown = page.eval_on_selector(
+            "table.sortable", f"""t => Array.from(t.tBodies[0].rows).filter(r => r.cells[{column}].dataset.value)
+                .map(r => [r.dataset.model, r.cells[1].dataset.value, Number(r.cells[{column}].dataset.value),
+                           r.cells[{column}].querySelector('.task').textContent])""")
+    assert problems == []
+    # tiny-sql ran magnifico_direct_{plausible,foreign} and magnifico_dialogue_start_plausible (fixtures/results)
+    assert shown == [
+        ["tiny-sql", "record, exported 2030-01-01", 70.0, "magnifico_dialogue_start_plausible"],
+        ["StarCoder", "Patel et al. (EMNLP 2023)", 79.4, "magnifico_description_plausible"],
+        ["GPT-3.5-Turbo", "Patel et al. (EMNLP 2023)", 91.46, "magnifico_description_plausible"],
+    ]
+
+
+def test_every_column_sorts_by_a_click_anywhere_in_its_header_and_by_keyboard(site, tmp_path):
+    problems: list[str] = []
+    with browser_page(tmp_path / "profile", problems) as page:
+        page.goto(site.index.resolve().as_uri(), wait_until="load")
+        count = page.eval_on_selector_all("table.sortable thead th", "hs => hs.length")
+        for index in range(count):
+            header = f"table.sortable thead th:nth-child({index + 1})"
+            box = page.locator(header).bounding_box()
+            # the cell's bottom-right corner, away from its text (the ELITR-Bench header wraps: every cell is tall)
+            page.mouse.click(box["x"] + box["width"] - 3, box["y"] + box["height"] - 3)
+            assert page.get_attribute(header, "aria-sort") == "descending", index
+            values = [v for v in _column(page, "table.sortable", index) if v]
+            numbers = [float(v) for v in values] if index >= 2 else [v.lower() for v in values]
+            assert numbers == sorted(numbers, reverse=True), index
+
+        # from the keyboard: Tab reaches a header, Enter and Space sort by it
+        page.reload(wait_until="load")
+        for _ in range(40):
+            page.keyboard.press("Tab")
+            if page.evaluate("() => document.activeElement.closest('th') !== null"):
+                break
+        assert page.evaluate("() => document.activeElement.closest('th').textContent") == "model"
+        page.keyboard.press("Enter")
+        assert page.get_attribute("table.sortable thead th:nth-child(1)", "aria-sort") == "descending"
+        page.keyboard.press("Space")
+        assert page.get_attribute("table.sortable thead th:nth-child(1)", "aria-sort") == "ascending"
+        names = _column(page, "table.sortable", 0)
+        assert names == sorted(names)
+        page.keyboard.press("Tab")
+        page.keyboard.press("Enter")
+        assert page.get_attribute("table.sortable thead th:nth-child(2)", "aria-sort") == "descending"
+        assert page.get_attribute("table.sortable thead th:nth-child(1)", "aria-sort") is None
+    assert problems == []
 
 
 def test_every_page_opens_cleanly_and_says_what_it_should(site, tmp_path):

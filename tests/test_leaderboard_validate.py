@@ -101,3 +101,35 @@ def test_validate_command(tmp_path, run_cli):
 def test_exported_records_are_valid_and_say_why_they_are_partial(name, tmp_path):
     record = _export(tmp_path, name, judge_validation=[str(FIXTURES / "judge_validation.json")])
     assert record["status"]["partial"] and _check(record) == []
+
+
+def test_a_judge_validation_without_correlations_is_refused(tmp_path):
+    """A validation whose correlations are null (too few items scored, or a judge that always gives one score)
+    validates nothing."""
+    record = _export(tmp_path, "elitr", judge_validation=[str(FIXTURES / "judge_validation.json")])
+    record["judge_validation"][0]["vs_gold"]["pearson"] = None
+    record["judge_validation"][0]["vs_silver"]["kendall"] = None
+    problems = _check(record)
+    assert problems == [
+        f"{task}: the validation of judge stub-judge has no vs_gold.pearson, vs_silver.kendall (388 of 390 items "
+        "scored; a correlation is missing when too few items were scored or the scores never vary): run "
+        "`lm-eval-ext judge validate` again until every item is scored, and export with the new validation.json"
+        for task in ("elitr_bench_qa_dev_mt", "elitr_bench_qa_dev_st")]
+
+
+@pytest.mark.parametrize("field, value", [("base_url_host", "judge.example.org"), ("model", "stub-judge-2"),
+                                          ("template_sha256", "0" * 64)])
+def test_a_validation_of_another_judge_is_refused(field, value, tmp_path):
+    """The same model behind another endpoint, another model, or another template is another judge."""
+    record = _export(tmp_path, "elitr", judge_validation=[str(FIXTURES / "judge_validation.json")])
+    assert _check(record) == []
+    record["judge_validation"][0]["judge"][field] = value
+    other = {**record["judge_validation"][0]["judge"]}
+    problems = _check(record)
+    assert len(problems) == 2
+    assert problems[1] == (
+        "elitr_bench_qa_dev_st was scored by judge stub-judge (template judge_gpt4_rubric_en.txt), which the record "
+        "shows no validation of (it was scored by stub-judge at 127.0.0.1 (template sha256 befed4d27cc7...); the "
+        f"record validates {other['model']} at {other['base_url_host']} (template sha256 "
+        f"{other['template_sha256'][:12]}...)): run `lm-eval-ext judge validate` with that judge (same endpoint, "
+        "model and template) and export with --judge-validation validation.json")

@@ -48,7 +48,7 @@ def _command(srv, tokenizer_dir: Path, out: Path, program=("lm_eval", "run")) ->
 def _expected_logprob(tokenizer, context: str, continuation: str) -> float:
     """What the harness gets from a good server: the stub's log-prob of every continuation token, summed,
     with context and continuation tokenized together as the harness does (no BOS: this tokenizer adds none)."""
-    from lm_eval_ext.testing.stub_openai import scripted_logprob
+    from doubles.stub_openai import scripted_logprob
 
     whole = tokenizer(context + continuation, add_special_tokens=True).input_ids
     n_context = len(tokenizer(context, add_special_tokens=True).input_ids)
@@ -71,7 +71,7 @@ def _table_metrics(table: Path) -> dict:
 def test_good_server_gives_the_metrics_of_the_same_logprobs(run_cli, tiny_model_dir, data_dir, tmp_path):
     from transformers import AutoTokenizer
 
-    from lm_eval_ext.testing.stub_openai import StubOpenAIServer
+    from doubles.stub_openai import StubOpenAIServer
 
     out = tmp_path / "out"
     with StubOpenAIServer(text="x") as srv:
@@ -108,21 +108,20 @@ def test_good_server_gives_the_metrics_of_the_same_logprobs(run_cli, tiny_model_
 @pytest.mark.parametrize(("fault", "paragraph"), [("no_echo", _no_echo_paragraph),
                                                   ("no_generated", _no_generated_paragraph)])
 def test_broken_server_stops_the_run_with_one_paragraph(run_cli, tiny_model_dir, data_dir, tmp_path, fault, paragraph):
-    from lm_eval_ext.testing.stub_openai import StubOpenAIServer
+    from doubles.stub_openai import StubOpenAIServer
 
     with StubOpenAIServer(text="x", logprobs_fault=fault) as srv:
         proc = run_cli(_command(srv, tiny_model_dir, tmp_path / "out"), timeout=600)
         url = srv.completions_url
-    assert proc.returncode != 0
-    # the plain harness prints its traceback; its last line is the error and the paragraph
-    last = proc.stderr.rstrip().splitlines()[-1]
-    assert last.endswith(paragraph(url)), proc.stderr[-3000:]
+    # the plain harness's command too: the plugin's paragraph alone (lm_eval_ext/user_errors.py), exit 2
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert proc.stderr.rstrip().splitlines()[-1] == "lm-eval-ext: error: " + paragraph(url)
     assert not list((tmp_path / "out").rglob("results_*.json"))  # no results that look valid
 
 
 @pytest.mark.slow
 def test_lm_eval_ext_run_prints_the_paragraph_alone(run_cli, tiny_model_dir, data_dir, tmp_path):
-    from lm_eval_ext.testing.stub_openai import StubOpenAIServer
+    from doubles.stub_openai import StubOpenAIServer
 
     with StubOpenAIServer(text="x", logprobs_fault="no_generated") as srv:
         proc = run_cli(_command(srv, tiny_model_dir, tmp_path / "out", program=("lm-eval-ext", "run")), timeout=600)

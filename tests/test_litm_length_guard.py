@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import pytest
 
+from doubles import LM_EVAL_EXT
 from lm_eval_ext.errors import UserError
 from lm_eval_ext.prompt_length import LengthBudget, resolve_budget
 
@@ -62,3 +63,49 @@ def test_chat_api_contexts_are_measured_as_the_chat_template_renders_them(tiny_m
     rendered = "user: Question: who\nAnswer:\nassistant: "
     (verdict,) = budget.verdicts([(chat, {"max_gen_toks": 100})])
     assert verdict.prompt_tokens == len(tok(rendered)["input_ids"]) > len(tok("Question: who\nAnswer:")["input_ids"])
+
+
+def test_every_prompt_skipped_is_an_error_naming_what_helps():
+    from lm_eval_ext.prompt_length import NothingToScoreError, require_prompts_left
+
+    budget = LengthBudget(max_length=512, length_source="max_length in --model_args", tokenizer_name="words",
+                          count_tokens=words)
+    require_prompts_left("t", 2, 3, budget, "Use a longer context.")  # some prompts left: nothing to say
+    require_prompts_left("t", 0, 0, budget, "Use a longer context.")  # no prompt at all (e.g. an empty shard)
+    with pytest.raises(NothingToScoreError) as err:
+        require_prompts_left("t", 3, 3, budget, "Use a longer context.")
+    assert isinstance(err.value, UserError)
+    assert str(err.value) == (
+        "Task t: none of its 3 prompts fits the model's context length 512 (max_length in --model_args), tokens "
+        "counted with words (with the tokens reserved for the answer), so none of its documents could be scored; "
+        "nothing was generated. Use a longer context.")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("command", ["lm_eval", "lm-eval-ext"])
+def test_a_task_whose_every_prompt_is_too_long_stops_before_generating(run_cli, tiny_model_dir, data_dir, tmp_path,
+                                                                        command):
+    """litm_kv_75keys (prompts of several thousand tokens) with a 512-token window: nothing could be scored.
+
+    Plain `lm_eval` with the tiny hf model (the user's path); `lm-eval-ext` with a scripted model whose
+    calls log shows that nothing was generated.
+    """
+    out = tmp_path / "out"
+    if command == "lm_eval":
+        model = ["--model", "hf", "--model_args", f"pretrained={tiny_model_dir},dtype=float32,max_length=512",
+                 "--device", "cpu"]
+    else:
+        responses = tmp_path / "responses.json"
+        responses.write_text('{"rules": [], "default": "an answer"}')
+        # the scripted model takes no max_length: the task reads the window from --metadata as well
+        model = ["--model", "ext-canned-gen", "--model_args", f"responses={responses},calls_log={tmp_path / 'calls'}",
+                 "--metadata", "max_length=512", f"tokenizer={tiny_model_dir}"]
+    program = [*LM_EVAL_EXT] if command == "lm-eval-ext" else [command]  # the scripted model is a test double
+    proc = run_cli([*program, "run", *model, "--tasks", "litm_kv_75keys", "--limit", "3", "--output_path", str(out),
+                    "--log_samples"], timeout=900)
+    assert proc.returncode != 0
+    assert "Task litm_kv_75keys: none of its 3 prompts fits the model's context length 512" in proc.stderr
+    assert "litm_too_long=truncate" in proc.stderr and "max_length=N" in proc.stderr
+    assert not list(out.rglob("results_*.json")) and not (tmp_path / "calls").exists()
+    if command == "lm-eval-ext":
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr

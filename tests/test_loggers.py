@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from lm_eval_ext.testing.stub_openai import StubOpenAIServer
+from doubles import LM_EVAL
+from doubles.stub_openai import StubOpenAIServer
 
 KEY_ENV = "LMX_LOGGERS_JUDGE_KEY"
 LIMIT = 3
@@ -27,7 +28,7 @@ def _sample_table(wandb_dir: Path, task: str) -> dict:
 def _run(run_cli, tmp_path: Path, name: str, model: list[str], tasks: str, extra: list[str], env: dict):
     out, wandb_dir = tmp_path / f"{name}_out", tmp_path / f"{name}_wandb"
     wandb_dir.mkdir()
-    proc = run_cli(["lm_eval", "run", *model, "--tasks", tasks, "--limit", str(LIMIT), "--log_samples",
+    proc = run_cli([*LM_EVAL, "run", *model, "--tasks", tasks, "--limit", str(LIMIT), "--log_samples",
                     "--output_path", str(out), "--wandb_args", f"project=lmx-{name},mode=offline,dir={wandb_dir}",
                     "--hf_hub_log_args", "push_results_to_hub=False,push_samples_to_hub=False", *extra],
                    env={"WANDB_MODE": "offline", "WANDB_SILENT": "true", **env}, timeout=900)

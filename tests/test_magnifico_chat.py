@@ -153,7 +153,7 @@ def _chat_reply(script: dict):
 
 @pytest.mark.slow
 def test_chat_replies_score_what_the_same_query_scores_as_a_completion(data_dir, tmp_path, run_cli):
-    from lm_eval_ext.testing.stub_openai import StubOpenAIServer
+    from doubles.stub_openai import StubOpenAIServer
 
     script = _script(data_dir)
     responses = tmp_path / "responses.json"

@@ -86,7 +86,7 @@ def test_ex_ex_base_and_rel_perf_with_cap_and_threshold(data_dir, tmp_path):
     assert got["ex_base"] == pytest.approx(27 / 69)
     assert got["em"] == 0 and got["prompts_truncated"] == 0
     excluded = results["configs"]["magnifico_direct_plausible"]["metadata"]["excluded"]
-    assert excluded == {"db_missing": 0, "gold_error": 0, "items": 138, "missing_databases": {}}
+    assert excluded == {"db_missing": 0, "gold_error": 0, "gold_budget": 0, "items": 138, "missing_databases": {}}
 
     samples = results["samples"]["magnifico_direct_plausible"]
     assert len(samples) == 2 * 69
@@ -136,16 +136,19 @@ def test_items_with_failing_gold_or_missing_database_are_excluded_and_counted(da
         base = evaluate(responses, ["magnifico_direct_base"], {"interpretations": "maximum"})
     # the exclusions are facts of the data, recorded with the task's results (the same on every rank)
     excluded = phrase["configs"]["magnifico_phrase_direct"]["metadata"]["excluded"]
-    assert (excluded["gold_error"], excluded["db_missing"], excluded["items"]) == (failing, 0, 2 * (15 + 20))
+    assert (excluded["gold_error"], excluded["gold_budget"], excluded["db_missing"], excluded["items"]) == \
+        (failing, 0, 0, 2 * (15 + 20))
     assert len(phrase["samples"]["magnifico_phrase_direct"]) == 2 * (15 + 20) - failing
     excluded = base["configs"]["magnifico_direct_base"]["metadata"]["excluded"]
-    assert excluded == {"db_missing": missing, "gold_error": 0, "items": 113, "missing_databases": {"baseball_1": missing}}
+    assert excluded == {"db_missing": missing, "gold_error": 0, "gold_budget": 0, "items": 113,
+                        "missing_databases": {"baseball_1": missing}}
     assert len(base["samples"]["magnifico_direct_base"]) == 113 - missing
     got = metrics(base, "magnifico_direct_base")
     assert "ex_base" not in got and "rel_perf" not in got  # a base task has no base to compare with
     summaries = [r.getMessage() for r in caplog.records if "left out" in r.getMessage()]
     assert any(f"left out {missing} whose Spider database is missing (baseball_1 x{missing})" in m for m in summaries)
-    assert any(f"and {failing} whose gold query does not execute" in m for m in summaries)
+    assert any(f", {failing} whose gold query does not execute and 0 whose gold query does not finish" in m
+               for m in summaries)
 
 
 def test_testsuite_comparison_option(data_dir, tmp_path):

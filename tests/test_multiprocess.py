@@ -60,7 +60,7 @@ def write_inputs(folder: Path, data_dir: Path, tiny_model_dir: Path) -> dict:
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory, data_dir, tiny_model_dir) -> dict:
     """The same command in one process and in two; calls logs per process."""
-    from lm_eval_ext.testing.stub_openai import StubOpenAIServer
+    from doubles.stub_openai import StubOpenAIServer
 
     from helpers.judge import answering_the_probe, judge_calls
 

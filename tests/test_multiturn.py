@@ -13,7 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from lm_eval_ext.testing.stub_openai import StubOpenAIServer
+from doubles import LM_EVAL, LM_EVAL_EXT
+from doubles.stub_openai import StubOpenAIServer
+from lm_eval_ext.conversation import Turn
 
 # qa_dev: meeting_en_dev_001 is documents 0-16, meeting_en_dev_002 17-30, meeting_en_dev_003 from 31
 FIRST_THREE_OF_THREE_MEETINGS = [0, 1, 2, 17, 18, 19, 31, 32, 33]
@@ -101,6 +103,38 @@ def test_turns_of_one_conversation_must_agree():
     assert generated == []  # refused before anything was generated
 
 
+def test_one_progress_bar_counts_every_turn_and_the_model_shows_none(capsys):
+    """Two conversations of 3 and 1 turns: one bar over the 4 turns (not one per turn batch), ending with both
+    conversations done; the model's generate_until is asked to show no bar of its own."""
+    from lm_eval.api.instance import Instance
+    from lm_eval.api.model import LM
+
+    from lm_eval_ext.boundary import install_request_types
+
+    class Model(LM):
+        quiet = []
+
+        def generate_until(self, requests, disable_tqdm: bool = False):
+            self.quiet.append(disable_tqdm)
+            return [f"answer {len(r.args[0])}" for r in requests]
+
+        def loglikelihood(self, requests):
+            raise NotImplementedError
+
+        def loglikelihood_rolling(self, requests):
+            raise NotImplementedError
+
+    install_request_types()
+    turns = [Turn("a", 3, ("q1", "q2", "q3")), Turn("b", 1, ("p1",))]
+    requests = [Instance("ext_conversation", {}, (t.to_request(), {}), 0) for t in turns]
+    Model().ext_conversation(requests)
+    assert Model.quiet == [True, True, True]  # one model call per turn, each without its own bar
+    bars = capsys.readouterr().err.replace("\r", "\n")
+    assert bars.count("Conversation turns") >= 1
+    assert "Conversation turns: 100%" in bars and "4/4" in bars and "2 of 2 conversations done" in bars
+    assert "2/4" in bars and "1 of 2 conversations done" in bars  # after turn 1: both first turns, b done
+
+
 @pytest.mark.parametrize("api_model", ["local-chat-completions", "openai-chat-completions"])
 def test_chat_completion_apis_get_message_lists_turn_by_turn(data_dir, monkeypatch, api_model):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-multiturn-test-key-0123456789abcdef")
@@ -181,7 +215,7 @@ def test_tiny_hf_model_turns_hold_its_own_answers(tiny_model_dir, short_corpus, 
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("command", [["lm_eval", "run"], ["lm-eval-ext", "run"]])
+@pytest.mark.parametrize("command", [[*LM_EVAL, "run"], [*LM_EVAL_EXT, "run"]], ids=["lm_eval", "lm-eval-ext"])
 def test_both_commands_run_multi_turn_with_a_plain_model(run_cli, data_dir, tmp_path, command):
     model = canned_model(tmp_path, data_dir)
     out = tmp_path / "out"

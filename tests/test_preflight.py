@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from doubles import LM_EVAL, LM_EVAL_EXT
+from doubles.stub_openai import StubOpenAIServer
 from helpers.judge import answering_the_probe, judge_calls
-from lm_eval_ext.testing.stub_openai import StubOpenAIServer
 
 KEY_ENV = "LMX_PREFLIGHT_KEY"
 KEY = "sk-preflight-test-key-0123456789abcdef"
@@ -35,7 +36,7 @@ def _canned(tmp_path: Path) -> list[str]:
     ("elitr_bench_qa_dev_stt", "Did you mean: elitr_bench_qa_dev_st"),
 ])
 def test_misspelled_task_names(run_cli, tmp_path, tasks, expected):
-    proc = run_cli(["lm-eval-ext", "run", *_canned(tmp_path), "--tasks", tasks], timeout=300)
+    proc = run_cli([*LM_EVAL_EXT, "run", *_canned(tmp_path), "--tasks", tasks], timeout=300)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     (paragraph,) = _paragraphs(proc.stderr)
     assert expected in paragraph
@@ -56,7 +57,7 @@ def test_every_problem_is_reported_at_once(run_cli, tmp_path):
 
 @pytest.mark.parametrize("limit", ["0", "-1", "2.5"])
 def test_bad_limits(run_cli, tmp_path, limit):
-    proc = run_cli(["lm-eval-ext", "run", *_canned(tmp_path), "--tasks", "lieder_base", "--limit", limit])
+    proc = run_cli([*LM_EVAL_EXT, "run", *_canned(tmp_path), "--tasks", "lieder_base", "--limit", limit])
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     (paragraph,) = _paragraphs(proc.stderr)
     assert paragraph.startswith(f"--limit {float(limit):g}")
@@ -65,7 +66,7 @@ def test_bad_limits(run_cli, tmp_path, limit):
 def test_missing_data_is_found_before_the_model(run_cli, tmp_path):
     empty = tmp_path / "mirror"
     empty.mkdir()
-    proc = run_cli(["lm-eval-ext", "run", *_canned(tmp_path), "--tasks", "lieder_base"],
+    proc = run_cli([*LM_EVAL_EXT, "run", *_canned(tmp_path), "--tasks", "lieder_base"],
                    env={"LM_EVAL_EXT_DATA_DIR": str(empty), "LM_EVAL_EXT_OFFLINE": "1"})
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     (paragraph,) = _paragraphs(proc.stderr)
@@ -81,10 +82,11 @@ def test_items_without_a_database_are_counted_before_the_run(run_cli, data_dir, 
                   .splitlines()[1:] if line.split("\t")[1].startswith("baseball_1:"))
     assert missing > 0
     assert (f"note: magnifico_direct_base: {missing} of 113 items will be left out ({missing} whose Spider database "
-            f"is missing: baseball_1 ({missing} items); 0 whose gold query fails)") in proc.stdout
+            f"is missing: baseball_1 ({missing} items); 0 whose gold query fails; 0 whose gold query does not finish "
+            "within its budget)") in proc.stdout
 
 
-def _judged_run(run_cli, tmp_path, judge_flags: list[str], env: dict, command=("lm-eval-ext", "run")):
+def _judged_run(run_cli, tmp_path, judge_flags: list[str], env: dict, command=(*LM_EVAL_EXT, "run")):
     return run_cli([*command, *_canned(tmp_path), "--tasks", "elitr_bench_qa_dev_st", "--limit", "2",
                     "--metadata", *judge_flags, "judge_cache=none"], env=env, timeout=600)
 
@@ -121,7 +123,7 @@ def test_unreachable_judge_with_the_plain_harness_stops_before_generating(run_cl
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     proc = _judged_run(run_cli, tmp_path, [f"judge_base_url=http://127.0.0.1:{port}/v1", f"judge_api_key_env={KEY_ENV}"],
-                       {KEY_ENV: KEY}, command=("lm_eval", "run"))
+                       {KEY_ENV: KEY}, command=(*LM_EVAL, "run"))
     assert proc.returncode != 0
     assert f"The judge at 127.0.0.1:{port}" in proc.stderr and "cannot be reached" in proc.stderr
     assert not (tmp_path / "calls.jsonl").exists()

@@ -23,7 +23,7 @@ def metaspace_tokenizer_dir(tmp_path_factory) -> Path:
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
     from transformers import PreTrainedTokenizerFast
 
-    from lm_eval_ext.testing.tiny_model import stdlib_corpus
+    from doubles.tiny_model import stdlib_corpus
 
     tok = Tokenizer(models.BPE(unk_token="<unk>", byte_fallback=True))
     tok.pre_tokenizer = pre_tokenizers.Metaspace()

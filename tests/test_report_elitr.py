@@ -82,6 +82,9 @@ def test_elitr_section_scripted_exact(elitr_scripted, tmp_path):
     assert {(j["judge"], j["judge_model"], j["template"]) for j in judges} == {("rubric10", "stub-judge", "judge_gpt4_rubric_en.txt")}
     recorded = newest["configs"]["elitr_bench_qa_dev_st"]["metadata"]["judge"]
     assert judges[0]["template_sha256"] == recorded["template_sha256"] and judges[0]["judge_seed"] == "2024"
+    (qa,) = [j for j in judges if j["task"] == "elitr_bench_qa_dev_st"]
+    assert int(qa["input_tokens"]) == recorded["usage"]["prompt_tokens"] > 0  # what the judge's replies reported
+    assert int(qa["output_tokens"]) == recorded["usage"]["completion_tokens"] > 0 and qa["cost_usd"] == ""  # no prices
 
     for name in ("elitr_settings", "elitr_breakdown"):
         assert_images(out / "figures" / f"{name}.png", out / "figures" / f"{name}.svg")

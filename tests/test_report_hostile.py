@@ -9,7 +9,6 @@ from __future__ import annotations
 import errno
 import os
 import pathlib
-import tempfile
 
 import pytest
 
@@ -31,39 +30,38 @@ def _one_paragraph(err: str) -> None:
 
 
 def _read_only_below(monkeypatch, root: pathlib.Path) -> None:
-    """mkdir and temp files under ``root`` fail as on a read-only file system."""
-    real_mkdir, real_mkstemp = pathlib.Path.mkdir, tempfile.mkstemp
+    """mkdir and new files under ``root`` fail as on a read-only file system."""
+    real_mkdir, real_open = pathlib.Path.mkdir, os.open
 
     def mkdir(self, *args, **kwargs):
         if str(self).startswith(str(root)):
             raise OSError(errno.EROFS, os.strerror(errno.EROFS), str(self))
         return real_mkdir(self, *args, **kwargs)
 
-    def mkstemp(*args, dir=None, **kwargs):
-        if dir is not None and str(dir).startswith(str(root)):
-            raise OSError(errno.EROFS, os.strerror(errno.EROFS), str(dir))
-        return real_mkstemp(*args, dir=dir, **kwargs)
+    def os_open(path, flags, *args, **kwargs):
+        if flags & os.O_CREAT and str(path).startswith(str(root)):
+            raise OSError(errno.EROFS, os.strerror(errno.EROFS), str(path))
+        return real_open(path, flags, *args, **kwargs)
 
     monkeypatch.setattr(pathlib.Path, "mkdir", mkdir)
-    monkeypatch.setattr(tempfile, "mkstemp", mkstemp)
+    monkeypatch.setattr(os, "open", os_open)
 
 
-def _full_disk(monkeypatch) -> list[str]:
-    """Every file's final flush fails with ENOSPC (the disk filled up while writing); returns the temp files made."""
-    from lm_eval_ext.data import download
+def _full_disk(monkeypatch, root: pathlib.Path) -> list[str]:
+    """Every file's final flush fails with ENOSPC (the disk filled up while writing); returns the temp files made
+    under ``root``."""
+    made, real_open = [], os.open
 
-    made, real_mkstemp = [], tempfile.mkstemp
-
-    def mkstemp(*args, **kwargs):
-        fd, name = real_mkstemp(*args, **kwargs)
-        made.append(name)
-        return fd, name
+    def os_open(path, flags, *args, **kwargs):
+        if flags & os.O_CREAT and str(path).startswith(str(root)):
+            made.append(str(path))
+        return real_open(path, flags, *args, **kwargs)
 
     def fsync(fd):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
-    monkeypatch.setattr(tempfile, "mkstemp", mkstemp)
-    monkeypatch.setattr(download.os, "fsync", fsync)
+    monkeypatch.setattr(os, "open", os_open)
+    monkeypatch.setattr(os, "fsync", fsync)
     return made
 
 
@@ -80,7 +78,7 @@ def test_read_only_output_is_one_paragraph(command, tmp_path, monkeypatch, capsy
 @pytest.mark.parametrize("command", [["report", "--no-published"], ["export", "--format", "leaderboard", "--allow-partial"]])
 def test_full_disk_is_one_paragraph_and_leaves_no_partial_file(command, tmp_path, monkeypatch, capsys, data_dir):
     out = tmp_path / "out"
-    made = _full_disk(monkeypatch)
+    made = _full_disk(monkeypatch, out)
     code, err = _main([*command, str(RESULTS / "lieder_limit"), "-o", str(out)], capsys)
     assert code == 2
     _one_paragraph(err)

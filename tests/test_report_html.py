@@ -38,3 +38,36 @@ def test_the_check_catches_a_broken_page(tmp_path):
     assert facts["broken"] == 1
     assert any("undefined_function" in p for p in problems)
     assert any("missing.png" in p for p in problems)
+
+
+def test_tables_scroll_within_their_box_and_rows_stay_short(tmp_path, data_dir):
+    """A wide or long table scrolls inside a box no taller than the window (its scroll bars on screen), and wrapping
+    keeps every row within a few lines. Results: the hand-written files of tests/fixtures/results."""
+    from helpers.browser import browser_page
+    from helpers.files import FIXTURES
+
+    from lm_eval_ext.report.build import build_report
+
+    results = FIXTURES / "results"
+    report = build_report([f"{name}={results / name}" for name in ("lieder_limit", "litm", "magnifico", "elitr")],
+                          tmp_path / "report")
+    problems: list[str] = []
+    with browser_page(tmp_path / "profile", problems, width=1280, height=900) as page:
+        page.goto(report.page.resolve().as_uri(), wait_until="load")
+        page.eval_on_selector_all("details", "ds => ds.forEach(d => d.open = true)")
+        boxes = page.evaluate("""() => Array.from(document.querySelectorAll('.scroll')).map(box => {
+            const rect = box.getBoundingClientRect(), line = parseFloat(getComputedStyle(box.querySelector('td')).lineHeight);
+            const overflow = box.scrollWidth - box.clientWidth;
+            box.scrollLeft = 50;
+            return {section: box.closest('section').id, right: rect.right,
+                    height: rect.height, overflow: overflow, scrolled: box.scrollLeft,
+                    lines: Math.max(...Array.from(box.querySelectorAll('tbody tr')).map(r => r.getBoundingClientRect().height)) / line};
+        })""")
+        width = page.evaluate("() => document.documentElement.clientWidth")
+    assert problems == []
+    assert len(boxes) == len(report.tables) == 9
+    for box in boxes:
+        assert box["right"] <= width and box["height"] <= 0.8 * 900 + 1, box
+        assert box["lines"] < 5, box  # padding included
+        assert box["scrolled"] == min(box["overflow"], 50), box  # a table wider than its box scrolls sideways
+    assert any(box["overflow"] > 50 for box in boxes) and any(box["height"] > 700 for box in boxes)  # the check sees both cases

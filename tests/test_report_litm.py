@@ -130,7 +130,7 @@ def test_litm_section_hand_written(tmp_path):
             "skipped as too long (8 skipped).") in page
     assert not (out / "figures/litm_kv_curves.png").exists() and not (out / "figures/litm_kv_heatmap.png").exists()
     assert_images(out / "figures/litm_qa_curves.png", out / "figures/litm_qa_curves.svg")
-    assert ("Prompts longer than the model&#x27;s context were skipped (not sent to the model, not scored): "
+    assert ("Prompts longer than the model&#39;s context were skipped (not sent to the model, not scored): "
             "org/tiny-litm · litm_kv_generated (4 pairs): 8; org/tiny-litm · litm_qa_20docs: 2.") in page
     # the two runs' differences are listed, one row per model everywhere
     assert "org/tiny-litm: config.batch_size = 1, 8; max_length = 512, 1024" in page

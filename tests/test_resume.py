@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
 import signal
 import subprocess
@@ -19,8 +18,10 @@ from pathlib import Path
 
 import pytest
 
+from doubles import LM_EVAL, LM_EVAL_EXT
+from doubles.stub_openai import StubOpenAIServer
 from helpers.judge import answering_the_probe, is_probe, judge_calls
-from lm_eval_ext.testing.stub_openai import StubOpenAIServer
+from helpers.runs import harness_env
 
 pytestmark = pytest.mark.slow
 
@@ -39,8 +40,9 @@ def scores(request: dict) -> str:
     return f"Fine. \\boxed{{{_answer_of(request)[1:]}}}"
 
 
-def _setup(tmp_path: Path) -> tuple[list[str], Path]:
-    """The run's flags (without the judge URL) and its answers directory."""
+def _setup(tmp_path: Path, pretrained: Path | None = None) -> tuple[list[str], Path]:
+    """The run's flags (without the judge URL) and its answers directory; ``pretrained``: the name the scripted
+    model's run gets (the harness names the results folder after it; the length check counts with its tokenizer)."""
     questions = tmp_path / "responses.json"
     # question k (1-based, in document order) is answered "A<k+2>": scores 3..8, mean 5.5
     from lm_eval_ext.elitr.data import build_documents
@@ -49,7 +51,9 @@ def _setup(tmp_path: Path) -> tuple[list[str], Path]:
     rules = [{"contains": doc["question"].strip(), "response": f"A{k + 3}"} for k, doc in enumerate(docs[:N])]
     questions.write_text(json.dumps({"rules": rules[::-1], "default": None}))
     answers = tmp_path / "answers"
-    flags = ["--model", "ext-canned-gen", "--model_args", f"responses={questions},calls_log={tmp_path / 'calls.jsonl'}",
+    named = f",pretrained={pretrained}" if pretrained else ""
+    flags = ["--model", "ext-canned-gen", "--model_args",
+             f"responses={questions},calls_log={tmp_path / 'calls.jsonl'}{named}",
              "--tasks", TASK, "--limit", str(N), "--output_path", str(tmp_path / "out"), "--log_samples"]
     return flags, answers
 
@@ -71,10 +75,9 @@ def _generations(tmp_path: Path) -> int:
 
 def test_judging_killed_midway_is_finished_by_resume(run_cli, data_dir, tmp_path):
     flags, answers = _setup(tmp_path)
-    env = {**os.environ, KEY_ENV: KEY, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+    env = harness_env({KEY_ENV: KEY})
     with StubOpenAIServer(responder=answering_the_probe(scores), models=(), delay_s=0.5) as srv:
-        proc = subprocess.Popen([str(Path(sys.executable).parent / "lm-eval-ext"), "run", *flags,
-                                 *_metadata(srv, tmp_path, answers)], env=env, cwd=tmp_path,
+        proc = subprocess.Popen([*LM_EVAL_EXT, "run", *flags, *_metadata(srv, tmp_path, answers)], env=env, cwd=tmp_path,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         deadline = time.monotonic() + 300
         while len(judge_calls(srv)) < 3 and time.monotonic() < deadline and proc.poll() is None:
@@ -105,17 +108,41 @@ def test_judging_killed_midway_is_finished_by_resume(run_cli, data_dir, tmp_path
     assert not run.exists()  # removed once the results were written
 
 
-def test_a_judge_that_fails_some_answers_is_finished_by_resume(run_cli, data_dir, tmp_path):
+def test_lm_eval_ext_run_keeps_the_answers_the_judge_failed_on(run_cli, data_dir, tmp_path):
+    """`lm-eval-ext run` removes a run's saved answers once its results are written, but not while the judge failed
+    on some of them: the note names the resume command, and resume judges only those."""
     flags, answers = _setup(tmp_path)
+    sequence = [None, None, None, "500"]  # the probe, A3, A4, then a server error for A5
+    with StubOpenAIServer(responder=answering_the_probe(scores), models=(), fault_sequence=sequence) as srv:
+        proc = run_cli([*LM_EVAL_EXT, "run", *flags, *_metadata(srv, tmp_path, answers, judge_retries=0)],
+                       env={KEY_ENV: KEY}, timeout=600)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        (run,) = answers.iterdir()
+        assert (f"lm-eval-ext: note: the judge failed on 1 answer(s), so the run's answers are kept in {run}: "
+                f"`lm-eval-ext resume {run}` judges them again") in proc.stderr
+        before = len(judge_calls(srv))
+        proc = run_cli(["lm-eval-ext", "resume", str(run)], env={KEY_ENV: KEY}, timeout=600)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        assert [_answer_of(body) for body in judge_calls(srv)[before:]] == ["A5"]
+    assert not run.exists()  # judged in full: the answers are removed
+    assert _results(tmp_path / "out")[-1]["results"][TASK]["judge_failures,judge"] == 0
+
+
+def test_a_resumed_run_is_the_same_run_in_results_report_and_export(run_cli, data_dir, tiny_model_dir, tmp_path):
+    """A judge fails on one answer under plain `lm_eval`; `lm-eval-ext resume` judges it: the resumed results carry the
+    original model's name, arguments and results folder, say where they were resumed from and how many verdicts came
+    from the cache, and `report` and `export` see one model (one record, the resumed run marked)."""
+    flags, answers = _setup(tmp_path, pretrained=tiny_model_dir)
     # one at a time, in order: the probe, then A3, A4, A5 (a server error), A6, A7, A8
     sequence = [None, None, None, "500"]
     with StubOpenAIServer(responder=answering_the_probe(scores), models=(), fault_sequence=sequence) as srv:
-        proc = run_cli(["lm_eval", "run", *flags, *_metadata(srv, tmp_path, answers, judge_retries=0)],
+        proc = run_cli([*LM_EVAL, "run", *flags, *_metadata(srv, tmp_path, answers, judge_retries=0,
+                                                           max_length=10**6)],
                        env={KEY_ENV: KEY}, timeout=600)
         assert proc.returncode == 0, proc.stderr[-3000:]
-        (results,) = _results(tmp_path / "out")
-        assert math.isnan(results["results"][TASK]["score,judge"])  # never the mean of the five others
-        assert results["results"][TASK]["judge_failures,judge"] == 1
+        (first,) = _results(tmp_path / "out")
+        assert math.isnan(first["results"][TASK]["score,judge"])  # never the mean of the five others
+        assert first["results"][TASK]["judge_failures,judge"] == 1
         (run,) = answers.iterdir()
         assert f"could not score 1 of {N} answers (1 transport)" in proc.stderr
         assert f"`lm-eval-ext resume {run}` judges them again" in proc.stderr
@@ -124,9 +151,38 @@ def test_a_judge_that_fails_some_answers_is_finished_by_resume(run_cli, data_dir
         proc = run_cli(["lm-eval-ext", "resume", str(run)], env={KEY_ENV: KEY}, timeout=600)
         assert proc.returncode == 0, proc.stderr[-3000:]
         assert [_answer_of(body) for body in judge_calls(srv)[before:]] == ["A5"]  # only the failed answer
-    latest = _results(tmp_path / "out")[-1]["results"][TASK]
-    assert latest["score,judge"] == 5.5 and latest["judge_failures,judge"] == 0
     assert _generations(tmp_path) == N
+    folders = {path.parent for path in (tmp_path / "out").rglob("results_*.json")}
+    assert folders == {tmp_path / "out" / str(tiny_model_dir).replace("/", "__")}  # one folder: the model's
+    first_again, resumed = _results(tmp_path / "out")
+    assert first_again == first
+    assert resumed["results"][TASK]["score,judge"] == 5.5 and resumed["results"][TASK]["judge_failures,judge"] == 0
+    assert resumed["model_name"] == first["model_name"] == str(tiny_model_dir)
+    assert resumed["config"]["model"] == first["config"]["model"] == "ext-canned-gen"
+    assert resumed["config"]["model_args"] == first["config"]["model_args"]
+    assert "resumed_from" not in first["config"] and resumed["config"]["resumed_from"] == str(run)
+    assert first["configs"][TASK]["metadata"]["judge"]["run"] == {"answers": N, "scored": N - 1, "from_cache": 0}
+    assert resumed["configs"][TASK]["metadata"]["judge"]["run"] == {"answers": N, "scored": N, "from_cache": N - 1}
+
+    report = run_cli(["lm-eval-ext", "report", str(tmp_path / "out"), "-o", str(tmp_path / "report")])
+    assert report.returncode == 0, report.stderr[-3000:]
+    import csv
+
+    with open(tmp_path / "report" / "tables" / "runs.csv", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert [(row["model"], row["model_source"], row["resumed_from"]) for row in rows] == [
+        (tiny_model_dir.name, "ext-canned-gen", ""),
+        (tiny_model_dir.name, "ext-canned-gen", f"{run}; {TASK}: {N - 1} verdicts from the judge's cache")]
+
+    export = run_cli(["lm-eval-ext", "export", str(tmp_path / "out"), "--allow-partial", "-o", str(tmp_path / "lb")])
+    assert export.returncode == 0, export.stderr[-3000:]
+    (record_file,) = (tmp_path / "lb").glob("*.json")
+    record = json.loads(record_file.read_text())
+    assert record["model"]["label"] == tiny_model_dir.name and record["model"]["name"] == str(tiny_model_dir)
+    assert record["model"]["source"] == "ext-canned-gen"
+    (exported_run,) = record["runs"]  # the newest run of the task: the resumed one
+    assert exported_run["resumed"] == {"from": str(run), "verdicts_from_cache": {TASK: N - 1}}
+    assert record["benchmarks"]["elitr_bench"]["headline"][f"{TASK}/score"] == 5.5
 
 
 def test_a_judge_lost_during_the_run_names_the_command_that_finishes(run_cli, data_dir, tmp_path):
@@ -134,7 +190,7 @@ def test_a_judge_lost_during_the_run_names_the_command_that_finishes(run_cli, da
     # the probe and two verdicts come through; then the judge drops every connection
     sequence = [None, None, None] + ["drop"] * 40
     with StubOpenAIServer(responder=answering_the_probe(scores), models=(), fault_sequence=sequence) as srv:
-        proc = run_cli(["lm-eval-ext", "run", *flags, *_metadata(srv, tmp_path, answers, judge_retries=1,
+        proc = run_cli([*LM_EVAL_EXT, "run", *flags, *_metadata(srv, tmp_path, answers, judge_retries=1,
                                                                    judge_retry_wait=0.01)],
                        env={KEY_ENV: KEY}, timeout=600)
         assert proc.returncode == 2 and "Traceback" not in proc.stderr
@@ -150,6 +206,15 @@ def test_a_judge_lost_during_the_run_names_the_command_that_finishes(run_cli, da
     assert _results(tmp_path / "out")[-1]["results"][TASK]["score,judge"] == 5.5
 
 
+def _full_disk(limit: int) -> list[str]:
+    """A command prefix under which every file stops growing at ``limit`` bytes, as on a full disk.
+
+    RLIMIT_FSIZE: Python ignores SIGXFSZ, so a write past the limit fails with EFBIG.
+    """
+    return [sys.executable, "-c", f"import os, resource, sys; resource.setrlimit(resource.RLIMIT_FSIZE, ({limit}, "
+            f"{limit})); os.execvp(sys.argv[1], sys.argv[1:])"]
+
+
 def test_results_that_cannot_be_written_fail_the_run_and_resume_writes_them(run_cli, data_dir, tmp_path):
     """A full disk while the harness writes the results: exit 2, the cut file set aside, resume writes them whole."""
     table = tmp_path / "table.json"
@@ -157,11 +222,8 @@ def test_results_that_cannot_be_written_fail_the_run_and_resume_writes_them(run_
     answers = tmp_path / "answers"
     flags = ["--model", "ext-loglik-table", "--model_args", f"table={table}", "--tasks", "lieder_base", "--limit", "4",
              "--metadata", json.dumps({"answers_dir": str(answers)})]
-    # RLIMIT_FSIZE makes every file stop growing at 16 kB (Python ignores SIGXFSZ: the write fails with EFBIG),
-    # as a full disk does: the answers fit, the results file (larger) is cut short
-    full_disk = ("import os, resource, sys; resource.setrlimit(resource.RLIMIT_FSIZE, (16384, 16384)); "
-                 "os.execvp(sys.argv[1], sys.argv[1:])")
-    proc = run_cli([sys.executable, "-c", full_disk, "lm-eval-ext", "run", *flags, "--output_path", tmp_path / "out"])
+    # 16 kB: the answers fit, the results file (larger) is cut short
+    proc = run_cli([*_full_disk(16384), *LM_EVAL_EXT, "run", *flags, "--output_path", tmp_path / "out"])
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
     (cut,) = (tmp_path / "out").rglob("results_*.json.incomplete")
     assert cut.stat().st_size == 16384 and not list((tmp_path / "out").rglob("results_*.json"))
@@ -173,8 +235,55 @@ def test_results_that_cannot_be_written_fail_the_run_and_resume_writes_them(run_
     resumed = run_cli(["lm-eval-ext", "resume", saved, "--output_path", tmp_path / "again"])
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     (written,) = _results(tmp_path / "again")
-    direct = run_cli(["lm-eval-ext", "run", *flags, "--output_path", tmp_path / "direct"])
+    direct = run_cli([*LM_EVAL_EXT, "run", *flags, "--output_path", tmp_path / "direct"])
     assert direct.returncode == 0, direct.stderr[-3000:]
     (expected,) = _results(tmp_path / "direct")
     assert written["results"] == expected["results"] and written["n-samples"] == expected["n-samples"]
     assert not saved.exists()  # resume removes the answers once the results are written
+
+
+def test_samples_that_cannot_be_written_fail_the_run_and_resume_writes_them(run_cli, data_dir, tmp_path):
+    """A full disk while the harness writes the samples: exit 2, the cut samples file set aside (not left under its
+    own name), resume writes results and samples whole."""
+    table = tmp_path / "table.json"
+    table.write_text(json.dumps({"entries": [], "default": -3.0}))
+    answers = tmp_path / "answers"
+    flags = ["--model", "ext-loglik-table", "--model_args", f"table={table}", "--tasks", "lieder_base", "--limit", "4",
+             "--log_samples", "--metadata", json.dumps({"answers_dir": str(answers)})]
+    # 24 kB: the answers and the results file (about 21 kB) fit, the samples file (about 32 kB) does not
+    proc = run_cli([*_full_disk(24576), *LM_EVAL_EXT, "run", *flags, "--output_path", tmp_path / "out"])
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    (results,) = (tmp_path / "out").rglob("results_*.json")
+    json.loads(results.read_text())  # whole
+    (cut,) = (tmp_path / "out").rglob("samples_*.jsonl.incomplete")
+    assert cut.stat().st_size == 24576 and not list((tmp_path / "out").rglob("samples_*.jsonl"))
+    (saved,) = answers.iterdir()
+    assert (f"lm-eval-ext: error: The run finished but the samples file {cut.name[:-len('.incomplete')]} was cut "
+            f"short (set aside as {cut}) (a full disk or a read-only directory?). The answers are saved in {saved}: "
+            f"`lm-eval-ext resume {saved} --output_path DIR` scores them again and writes the results to a writable "
+            "DIR.") in proc.stderr
+
+    resumed = run_cli(["lm-eval-ext", "resume", saved, "--output_path", tmp_path / "again"])
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    (samples,) = (tmp_path / "again").rglob("samples_lieder_base_*.jsonl")
+    assert sorted(json.loads(line)["doc_id"] for line in samples.read_text().splitlines()) == [0, 1, 2, 3]
+    assert cut.read_bytes() == samples.read_bytes()[:24576]  # the same samples, cut where the disk was full
+
+
+def test_an_empty_samples_file_is_set_aside(tmp_path):
+    """A samples file left empty (the disk was full when the harness opened it) is not left under its real name."""
+    from lm_eval_ext.commands.run import ResultsNotWrittenError, _check_results
+
+    out = tmp_path / "out" / "model"
+    out.mkdir(parents=True)
+    (out / "results_2030-01-01T00-00-00.json").write_text("{}")
+    (out / "samples_lieder_base_2030-01-01T00-00-00.jsonl").write_text('{"doc_id": 0}\n')
+    empty = out / "samples_lieder_two_2030-01-01T00-00-00.jsonl"
+    empty.touch()
+    with pytest.raises(ResultsNotWrittenError) as caught:
+        _check_results(tmp_path / "out", started=time.time() - 1, saved=tmp_path / "no-answers")
+    assert str(caught.value) == (f"The run finished but the samples file {empty.name} was cut short (set aside as "
+                                 f"{empty}.incomplete) (a full disk or a read-only directory?). ")
+    assert sorted(p.name for p in out.iterdir()) == [
+        "results_2030-01-01T00-00-00.json", "samples_lieder_base_2030-01-01T00-00-00.jsonl",
+        "samples_lieder_two_2030-01-01T00-00-00.jsonl.incomplete"]

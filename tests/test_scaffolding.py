@@ -9,12 +9,12 @@ from __future__ import annotations
 import concurrent.futures
 import json
 import math
-import time
+import os
 from pathlib import Path
 
 import pytest
 
-from lm_eval_ext.testing.stub_openai import StubOpenAIServer
+from doubles.stub_openai import StubOpenAIServer
 
 MC_DOCS = [
     {"question": "2+2=", "choices": ["3", "4", "5"], "answer": 1},
@@ -72,11 +72,9 @@ def _gen_task(tmp_path):
 
 
 def _evaluate(model, model_args, task, **kwargs):
-    """Run the real harness without indexing its ~14,700 built-in tasks."""
+    """Run the real harness without indexing its ~14,700 built-in tasks (conftest registered the doubles)."""
     import lm_eval
     from lm_eval.tasks import TaskManager
-
-    import lm_eval_ext.models  # noqa: F401  (registers the scripted models)
 
     return lm_eval.simple_evaluate(
         model=model,
@@ -121,7 +119,7 @@ def test_tiny_model_loads_and_tokenizer_roundtrips(tiny_model_dir):
 def test_tiny_model_is_deterministic(tmp_path, tiny_model_dir):
     from safetensors.torch import load_file
 
-    from lm_eval_ext.testing.tiny_model import build_tiny_model
+    from doubles.tiny_model import build_tiny_model
 
     again = build_tiny_model(tmp_path / "again")
     other_seed = build_tiny_model(tmp_path / "seed1", seed=1)
@@ -136,7 +134,7 @@ def test_tiny_model_is_deterministic(tmp_path, tiny_model_dir):
 def test_tiny_model_cli_builds_custom_sizes(tmp_path, run_cli):
     import sys
 
-    proc = run_cli([sys.executable, "-m", "lm_eval_ext.testing.tiny_model", tmp_path / "m", "--layers", "3", "--hidden", "128"])
+    proc = run_cli([sys.executable, "-m", "doubles.tiny_model", tmp_path / "m", "--layers", "3", "--hidden", "128"])
     assert proc.returncode == 0, proc.stderr
     config = json.loads((tmp_path / "m" / "config.json").read_text())
     assert (config["num_hidden_layers"], config["hidden_size"], config["vocab_size"]) == (3, 128, 1000)
@@ -189,6 +187,8 @@ def test_needs_nothing():
 @pytest.mark.slow  # four pytest sessions in subprocesses
 def test_requires_data_skips_with_one_reason_or_runs(pytester, monkeypatch):
     pytester.makeconftest((Path(__file__).parent / "conftest.py").read_text(encoding="utf-8"))
+    tests = str(Path(__file__).parent)  # where the conftest imports the test doubles from
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [tests, os.environ.get("PYTHONPATH")])))
     pytester.makepyfile(test_demo=REQUIRES_DATA_DEMO)
     monkeypatch.delenv("LM_EVAL_EXT_DATA_DIR", raising=False)
     result = pytester.runpytest_subprocess("-rs")
@@ -234,7 +234,7 @@ def test_loglik_table_gives_the_scripted_accuracy(tmp_path):
 
 
 def test_loglik_table_default_and_missing_pair(tmp_path):
-    from lm_eval_ext.models.scripted import ScriptedModelError
+    from doubles.scripted import ScriptedModelError
 
     # With a default, the missing wrong answer gets -10: doc 2 becomes right.
     table = _table(tmp_path, default=-10.0, drop={("Capital of France:", "Rome")})
@@ -284,7 +284,7 @@ def test_canned_gen_with_chat_template(tmp_path):
 def test_canned_gen_turns_and_errors(tmp_path):
     from lm_eval.api.instance import Instance
 
-    from lm_eval_ext.models.scripted import CannedGenLM, ScriptedModelError
+    from doubles.scripted import CannedGenLM, ScriptedModelError
 
     def request(prompt):
         return Instance("generate_until", doc={}, arguments=(prompt, {"until": ["\n"]}), idx=0)

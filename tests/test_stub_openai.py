@@ -9,7 +9,7 @@ import math
 import pytest
 import requests
 
-from lm_eval_ext.testing.stub_openai import TRUNCATED_COMPLETION, StubOpenAIServer, scripted_logprob
+from doubles.stub_openai import TRUNCATED_COMPLETION, StubOpenAIServer, scripted_logprob
 
 
 def _post(url: str, body: dict) -> requests.Response:

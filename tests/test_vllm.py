@@ -75,7 +75,7 @@ def write_script(folder: Path, data_dir: Path, chat: bool) -> dict:
 @pytest.fixture(scope="module", params=BACKENDS)
 def vllm_runs(request, tmp_path_factory, data_dir, tiny_model_dir) -> dict:
     """Two runs of ``--model vllm`` on the tiny model: without chat template (LIEDER too), and with it."""
-    from lm_eval_ext.testing.stub_openai import StubOpenAIServer
+    from doubles.stub_openai import StubOpenAIServer
 
     from helpers.judge import answering_the_probe
 

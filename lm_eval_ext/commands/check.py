@@ -7,11 +7,23 @@ and exits 0 when every check passed, 2 otherwise. lm_eval_ext/commands/preflight
 from __future__ import annotations
 
 import argparse
-import sys
 
 from .. import boundary
 from ..judge.cli import add_judge_options, judge_flags_as_metadata
 from .preflight import raise_on_failures, run_checks
+
+
+def add_check_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """Add ``check`` to a CLI's subparsers: the flags after it are those of ``lm_eval run`` and the judge's."""
+    check = subparsers.add_parser("check", add_help=False,
+                                  help="the checks of `run` alone (the same flags, plus the judge's --judge-* flags)")
+    check.set_defaults(func=check_command, harness_flags=[])
+    return check
+
+
+def check_command(args: argparse.Namespace) -> int:
+    """``lm-eval-ext check``."""
+    return main(args.harness_flags)
 
 
 def main(argv: list[str]) -> int:

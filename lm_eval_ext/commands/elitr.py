@@ -88,7 +88,7 @@ def score_command(args: argparse.Namespace) -> int:
     report = scores_by_model(answers, verdicts)
     if args.json:
         payload = {"source": source, "scores": f"file:{args.score_field}" if args.from_file else "judge",
-                   "judge": judge_record, "models": {m.model: m.to_dict() for m in report}}
+                   "judge": judge_record and judge_record.to_dict(), "models": {m.model: m.to_dict() for m in report}}
         json.dump(payload, sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:

@@ -10,7 +10,8 @@ In order, each failure one paragraph (all failures are reported, then the comman
 5. the plugin's tasks are built as the run will build them: every data file they need is found
    and verified (Spider databases included; the items left out for missing databases are
    counted), every task option is valid;
-6. the judge of every judged task answers (lm_eval_ext/judge/probe.py), unless ``--predict_only``.
+6. the judge of every judged task answers (lm_eval_ext/judge/probe.py), unless ``--predict_only``; then
+   a note estimates the judge's calls, tokens and price (lm_eval_ext/judge/usage.py).
 
 The plain ``lm_eval`` command gets checks 5 and 6 from the tasks themselves, when the harness
 builds them (after it has loaded the model, before anything is generated).
@@ -125,6 +126,7 @@ def _check_tasks(leaves: list[str], cfg, predict_only: bool, report: Preflight) 
     from ..task_base import ExtTask
 
     manager = TaskManager(include_path=cfg.include_path, include_defaults=False, metadata=cfg.metadata or {})
+    judged = []
     for name in leaves:
         if name not in manager.all_tasks:
             continue  # a harness task: the harness checks it
@@ -136,16 +138,32 @@ def _check_tasks(leaves: list[str], cfg, predict_only: bool, report: Preflight) 
         if not isinstance(task, ExtTask):
             continue
         excluded = (task.config.metadata or {}).get("excluded")
-        if excluded and (excluded.get("db_missing") or excluded.get("gold_error")):
+        left_out = sum(excluded.get(k, 0) for k in ("db_missing", "gold_error", "gold_budget")) if excluded else 0
+        if left_out:
             missing = ", ".join(f"{db} ({n} items)" for db, n in excluded["missing_databases"].items())
-            report.notes.append(f"{name}: {excluded['db_missing'] + excluded['gold_error']} of {excluded['items']} "
-                                f"items will be left out ({excluded['db_missing']} whose Spider database is missing"
-                                f"{': ' + missing if missing else ''}; {excluded['gold_error']} whose gold query fails)")
+            report.notes.append(f"{name}: {left_out} of {excluded['items']} items will be left out "
+                                f"({excluded['db_missing']} whose Spider database is missing"
+                                f"{': ' + missing if missing else ''}; {excluded['gold_error']} whose gold query fails; "
+                                f"{excluded['gold_budget']} whose gold query does not finish within its budget)")
         if isinstance(task, JudgedTask) and not predict_only:
             try:
                 task.check_judge()
+                if not task.judge_config().dry_run:
+                    judged.append((task.judge_config(), task.judge_requests_estimate(cfg.limit)))
             except UserError as err:
                 report.fail(f"{name}: {err}")
+    if judged:
+        report.notes.append(judge_estimate_note(judged))
+
+
+def judge_estimate_note(judged: list) -> str:
+    """The judge's calls, tokens and price for the run, from (config, requests) per judged task."""
+    from ..judge.usage import estimate, estimate_text
+
+    estimates = [estimate(config, requests) for config, requests in judged]
+    total = {key: sum(e[key] for e in estimates) for key in estimates[0] if all(key in e for e in estimates)}
+    return (f"the judge: {estimate_text(total)} (one call per answer, before re-asks and the judge's cache; answers "
+            "estimated as long as the references, ~4 characters per token)")
 
 
 def run_checks(args) -> Preflight:

@@ -7,14 +7,17 @@ Every flag of ``lm_eval run`` keeps its meaning and the harness's own command do
   unsafe-code flag, the output path, every data file, the judge; a failure stops it within seconds;
 - indexes only the plugin's tasks when only plugin tasks are asked for (the harness otherwise
   reads its ~14,700 built-in task configs on every run);
-- checks afterwards that the results file was written whole (the harness only warns when it
-  cannot write it): a truncated file is set aside as ``*.incomplete`` and the command fails,
-  naming the saved answers and the command that writes the results again;
+- checks afterwards that the results file and the samples files were written whole (the harness
+  only warns when it cannot write them): a truncated or empty file is set aside as ``*.incomplete``
+  and the command fails, naming the saved answers and the command that writes the results again;
 - removes the run's saved answers (lm_eval_ext.answers) once its results are written;
+- stops on Ctrl-C or SIGTERM with one paragraph naming the saved answers and the ``lm-eval-ext resume``
+  command (lm_eval_ext/interrupts.py), exit status 130 / 143;
 - activates the plugin even where the start-up hook is off (``LM_EVAL_EXT_AUTOLOAD=0``, ``python -S``).
 """
 from __future__ import annotations
 
+import argparse
 import json
 import logging
 import shutil
@@ -22,7 +25,7 @@ import sys
 import time
 from pathlib import Path
 
-from .. import answers, boundary
+from .. import answers, boundary, interrupts
 from ..errors import UserError
 from .preflight import raise_on_failures, run_checks
 
@@ -38,10 +41,25 @@ def requested_tasks(args) -> list[str]:
     return [name for item in (args.tasks or []) for name in str(item).split(",") if name]
 
 
+def add_run_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """Add ``run`` to a CLI's subparsers: every flag after it goes to ``lm_eval run`` (``--help`` shows them)."""
+    run = subparsers.add_parser(
+        "run", add_help=False,
+        help="`lm_eval run`, checked first (names, flags, output path, data, judge) and after (results)")
+    run.set_defaults(func=run_command, harness_flags=[])
+    return run
+
+
+def run_command(args: argparse.Namespace) -> int:
+    """``lm-eval-ext run``."""
+    return main(args.harness_flags)
+
+
 def main(argv: list[str]) -> int:
     """Run the harness with ``argv`` (everything after ``lm-eval-ext run``)."""
     from lm_eval.__main__ import cli_evaluate
 
+    interrupts.handle_signals()
     boundary.activate()
     args = boundary.parse_run_args(argv)
     report = run_checks(args)
@@ -54,9 +72,14 @@ def main(argv: list[str]) -> int:
     sys.argv = ["lm_eval", "run", *argv]
     cli_evaluate()
     saved = answers.run_dir(_metadata(args))
-    if args.output_path:
-        _check_results(Path(args.output_path).expanduser(), started, saved)
-    shutil.rmtree(saved, ignore_errors=True)
+    results = _check_results(Path(args.output_path).expanduser(), started, saved) if args.output_path else []
+    unjudged = _judge_failures(results)
+    if unjudged and saved.is_dir():
+        print(f"lm-eval-ext: note: the judge failed on {unjudged} answer(s), so the run's answers are kept in {saved}: "
+              f"`lm-eval-ext resume {saved}` judges them again (verdicts already given come from the judge's cache).",
+              file=sys.stderr)
+    else:
+        shutil.rmtree(saved, ignore_errors=True)
     return 0
 
 
@@ -65,20 +88,59 @@ def _metadata(args) -> dict:
     return metadata if isinstance(metadata, dict) else {}
 
 
-def _check_results(output: Path, started: float, saved: Path) -> None:
-    """Raise unless the run wrote a whole results file under ``output`` (set a truncated one aside)."""
-    pattern = f"{output.stem}_*.json" if output.suffix == ".json" else "results_*.json"
+def _check_results(output: Path, started: float, saved: Path) -> list[Path]:
+    """The results files the run wrote under ``output``; raises unless it wrote whole results and samples files
+    (cut ones are set aside)."""
     root = output.parent if output.suffix == ".json" else output
-    written = [p for p in root.rglob(pattern) if p.stat().st_mtime >= started - 1] if root.is_dir() else []
-    problem = None if written else f"no results file was written under {root}"
-    for path in written:
-        try:
-            json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            incomplete = path.with_name(path.name + ".incomplete")
-            path.replace(incomplete)
-            problem = f"the results file was cut short (set aside as {incomplete})"
-    if problem:
+    results = _written(root, f"{output.stem}_*.json" if output.suffix == ".json" else "results_*.json", started)
+    problems = [] if results else [f"no results file was written under {root}"]
+    for path in results:
+        if not _whole(path, json.loads):
+            problems.append(f"the results file was cut short (set aside as {_set_aside(path)})")
+    for path in _written(root, "samples_*.jsonl", started):
+        if not _whole(path, _jsonl):
+            problems.append(f"the samples file {path.name} was cut short (set aside as {_set_aside(path)})")
+    if problems:
         keep = (f"The answers are saved in {saved}: `lm-eval-ext resume {saved} --output_path DIR` scores them again "
                 "and writes the results to a writable DIR." if saved.is_dir() else "")
-        raise ResultsNotWrittenError(f"The run finished but {problem} (a full disk or a read-only directory?). {keep}")
+        raise ResultsNotWrittenError(f"The run finished but {'; '.join(problems)} (a full disk or a read-only "
+                                     f"directory?). {keep}")
+    return results
+
+
+def _judge_failures(results: list[Path]) -> int:
+    """How many answers the judge failed on, by the ``judge_failures`` counts of the results files."""
+    return sum(int(value) for path in results
+               for metrics in json.loads(path.read_text(encoding="utf-8")).get("results", {}).values()
+               for name, value in metrics.items()
+               if name.split(",")[0] == "judge_failures" and isinstance(value, (int, float)) and value == value)
+
+
+def _written(root: Path, pattern: str, started: float) -> list[Path]:
+    """The files matching ``pattern`` under ``root`` written by this run."""
+    return [p for p in sorted(root.rglob(pattern)) if p.stat().st_mtime >= started - 1] if root.is_dir() else []
+
+
+def _jsonl(text: str) -> None:
+    """Parse every line of a samples file; a file the harness finished ends with a newline and is never empty
+    (a task without documents fails before its samples are written)."""
+    if not text.endswith("\n"):
+        raise ValueError("the last line is incomplete")
+    for line in text.splitlines():
+        json.loads(line)
+
+
+def _whole(path: Path, parse) -> bool:
+    """Whether ``parse`` reads the whole text of ``path``."""
+    try:
+        parse(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return True
+
+
+def _set_aside(path: Path) -> Path:
+    """Rename a cut file to ``<name>.incomplete``, so that no reader takes it for a finished one."""
+    incomplete = path.with_name(path.name + ".incomplete")
+    path.replace(incomplete)
+    return incomplete

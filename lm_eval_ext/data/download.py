@@ -9,15 +9,12 @@ remembers the hash received for the mismatch message.
 """
 from __future__ import annotations
 
-import os
-import tempfile
-from contextlib import contextmanager
 from pathlib import Path
-from typing import BinaryIO, Iterator
 
 import pooch
 from tqdm.auto import tqdm
 
+from ..atomic_write import atomic_write_bytes  # noqa: F401 -- data.resolve imports it from here
 from . import config
 from .errors import DataError, DownloadError
 
@@ -25,33 +22,6 @@ _TIMEOUT_S = 60
 # Attempts after the first for a dropped connection, a timeout, a 5xx answer or a
 # mismatching body; pooch waits 1 s, then 2 s between attempts.
 RETRIES = 2
-
-
-@contextmanager
-def atomic_writer(final: Path) -> Iterator[BinaryIO]:
-    """Write to a temp file beside ``final``; on success fsync and rename it into place.
-
-    On any exception (including KeyboardInterrupt) the temp file is removed, so
-    nothing half-written ever sits under the final name.
-    """
-    final.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(dir=final.parent, prefix=f".{final.name}.", suffix=".part")
-    tmp = Path(tmp_name)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            yield fh
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, final)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-
-
-def atomic_write_bytes(final: Path, data: bytes) -> None:
-    """Write ``data`` to ``final`` atomically (see atomic_writer)."""
-    with atomic_writer(final) as fh:
-        fh.write(data)
 
 
 def checksum_error(what: str, expected: str, actual: str, advice: str) -> DataError:

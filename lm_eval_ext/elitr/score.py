@@ -6,10 +6,12 @@ aggregations as the harness tasks (:mod:`lm_eval_ext.elitr.metrics`) give each m
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 
 from ..errors import UserError
+from ..judge.records import JudgeRecord
 from .metrics import METRICS, aggregate, question_metrics
 from .responses import Answer
 
@@ -45,7 +47,7 @@ def stored_verdicts(answers: list[Answer], score_field: str) -> list[tuple[float
     return [(a.stored_score, a.stored_failure) for a in answers]
 
 
-def judged_verdicts(answers: list[Answer], config) -> tuple[list[tuple[float | None, bool]] | None, dict]:
+def judged_verdicts(answers: list[Answer], config) -> tuple[list[tuple[float | None, bool]] | None, JudgeRecord]:
     """(score, failed) per answer from the judge, and the judge's record; None for a dry run."""
     from ..judge import JudgeItem
     from ..judge.runner import Judge
@@ -53,7 +55,7 @@ def judged_verdicts(answers: list[Answer], config) -> tuple[list[tuple[float | N
     judge = Judge(config)
     try:
         results = judge.run([JudgeItem(a.question, a.response, a.reference) for a in answers], label="score-only")
-        record = {**judge.record, "run": judge.stats.to_dict()}
+        record = dataclasses.replace(judge.record, run=judge.stats.to_dict())
     finally:
         judge.close()
     if config.dry_run:

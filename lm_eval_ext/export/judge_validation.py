@@ -4,8 +4,8 @@
 model, template and its sha256, endpoint host, sampling) beside the published judges and the
 human scores of ELITR-Bench's judge-validation file. ``lm-eval-ext export --judge-validation
 validation.json`` embeds its summary in the record (``judge_validation``); the leaderboard
-checks that each ELITR-Bench task was scored by a judge (same model and template) validated
-on the published file (:data:`PUBLISHED_SOURCE`).
+checks that each ELITR-Bench task was scored by a judge (same endpoint host, model and template)
+validated on the published file (:data:`PUBLISHED_SOURCE`).
 """
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import json
 from pathlib import Path
 
 from ..errors import UserError
+from ..judge.records import JudgeRecord, JudgeRecordError
 
 # what `lm-eval-ext judge validate` names its default input: ELITR-Bench's published validation file
 PUBLISHED_SOURCE = "elitr_bench/generated-responses.zip:"
@@ -32,10 +33,10 @@ def read_validation(path: str | Path) -> dict:
     try:
         raw = path.read_bytes()
         report = json.loads(raw)
-        judge = report["judge"]
+        judge = JudgeRecord.from_dict(report["judge"])
         scorer = report["scorers"]["judge"]
         entry = {
-            "judge": {field: judge.get(field) for field in JUDGE_FIELDS},
+            "judge": {field: getattr(judge, field) for field in JUDGE_FIELDS},
             "source": report["source"],
             "n_items": report["n_items"],
             "n_scored": scorer["n_scored"],
@@ -46,19 +47,18 @@ def read_validation(path: str | Path) -> dict:
         }
     except OSError as err:
         raise JudgeValidationError(f"Cannot read the judge validation report {path}: {err.strerror or err}.") from None
+    except JudgeRecordError as err:
+        raise JudgeValidationError(f"{path}: {err} (the judge under test); rerun `lm-eval-ext judge validate` with "
+                                   "this version of lm-eval-ext.") from None
     except (ValueError, KeyError, TypeError, AttributeError) as err:
         raise JudgeValidationError(
             f"{path} is not a judge validation report with a judge under test (missing {err}): give the "
             "validation.json that `lm-eval-ext judge validate --judge-model ...` wrote (not a --from-file run)."
         ) from None
-    if not isinstance(entry["judge"]["model"], str) or not isinstance(entry["judge"]["template_sha256"], str):
-        raise JudgeValidationError(f"{path}: the judge under test has no model or template sha256; rerun "
-                                   "`lm-eval-ext judge validate` with this version of lm-eval-ext.")
     return entry
 
 
-def validates(entry: dict, judge: dict) -> bool:
-    """True when the validation ``entry`` is of the same judge (model and template) as a task's ``judge`` record,
+def validates(entry: dict, judge: JudgeRecord) -> bool:
+    """True when the validation ``entry`` is of the same judge (endpoint host, model and template) as a task's ``judge`` record,
     on the published validation file."""
-    return (entry["source"].startswith(PUBLISHED_SOURCE) and entry["judge"]["model"] == judge.get("model")
-            and entry["judge"]["template_sha256"] == judge.get("template_sha256"))
+    return entry["source"].startswith(PUBLISHED_SOURCE) and JudgeRecord.from_dict(entry["judge"]).same_judge(judge)

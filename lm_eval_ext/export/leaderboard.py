@@ -1,8 +1,8 @@
 """The leaderboard record of one model: every metric of the plugin's tasks and how they were obtained.
 
 One record per model (all its runs), in the layout of ``schema/leaderboard.schema.json``
-(docs/leaderboard.md describes each field). A task run several times is taken from the
-newest run, as in the report. The record says whether its numbers are partial or truncated
+(docs/leaderboard.md describes each field). A task run several times is taken from its
+most complete run (the newest of equals), as in the report. The record says whether its numbers are partial or truncated
 (:mod:`lm_eval_ext.results.status`), carries LIEDER's human-baseline comparison and novelty test
 (:mod:`lm_eval_ext.results.lieder`, the same functions as the report) and, when given, the
 validation of the ELITR-Bench judge (:mod:`.judge_validation`).
@@ -17,9 +17,10 @@ from .. import __version__
 from ..data import DataError, dataset_files, pinned_file
 from ..data.registry import MANIFEST_PATH
 from ..elitr.seed_summary import summarize
+from ..judge.usage import add_up
 from ..results.lieder import family_mean, novelty_tests, read_human_baseline
 from ..results.load import Model, Run
-from ..results.status import PARTIAL, TRUNCATED, run_status
+from ..results.status import PARTIAL, TRUNCATED, run_status, shown_run
 from .benchmarks import BENCHMARKS, benchmark_of
 
 SCHEMA_VERSION = "1.1"
@@ -48,6 +49,8 @@ def _run_entry(run: Run, tasks: list[str]) -> dict:
         "system_instruction_sha": run.data.get("system_instruction_sha"),
         "fewshot_as_multiturn": run.data.get("fewshot_as_multiturn"),
         "tasks": tasks,
+        "resumed": ({"from": run.resumed_from, "verdicts_from_cache": run.verdicts_from_cache()}
+                    if run.resumed_from else None),
     }
 
 
@@ -103,8 +106,14 @@ def _registry_source(dataset: str) -> str | None:
 
 def _judge_entry(tasks: dict[str, tuple[Run, dict]]) -> dict | None:
     """The judge of every judged task, as the task recorded it (``configs.<task>.metadata.judge``)."""
-    judged = {task: (run.task_config(task).get("metadata") or {}).get("judge") for task, (run, _) in sorted(tasks.items())}
-    return {task: record for task, record in judged.items() if record} or None
+    judged = {task: run.judge_record(task) for task, (run, _) in sorted(tasks.items())}
+    return {task: record.to_dict() for task, record in judged.items() if record} or None
+
+
+def _judge_usage(judged: dict | None) -> dict:
+    """``judge_usage``, the judge's tokens and dollars over every judged task, when the tasks recorded them."""
+    total = add_up((record.get("usage") for record in (judged or {}).values()))
+    return {"judge_usage": total} if total else {}
 
 
 def _seeds_entry(model: Model, benchmark, tasks: dict[str, dict]) -> dict:
@@ -127,7 +136,7 @@ def _lieder_derived(model: Model) -> dict:
     """LIEDER's human-baseline comparison and base vs diff novelty test, from the sample logs of the newest
     lieder_base and lieder_diff runs (each null, with a note, when it cannot be computed)."""
     notes = []
-    base_run, diff_run = model.latest("lieder_base"), model.latest("lieder_diff")
+    base_run, diff_run = shown_run(model, "lieder_base"), shown_run(model, "lieder_diff")
     base = base_run.samples("lieder_base") if base_run else None
     diff = diff_run.samples("lieder_diff") if diff_run else None
     human_entry = None
@@ -167,8 +176,8 @@ def _status_entry(runs: list[Path], chosen: dict[str, Run], allowed: bool) -> di
 
 
 def chosen_tasks(model: Model) -> dict[str, Run]:
-    """The plugin's tasks of a model, each with the newest run that has it."""
-    return {task: model.latest(task) for task in model.tasks if benchmark_of(task)}
+    """The plugin's tasks of a model, each with the run a report shows (the most complete; the newest of equals)."""
+    return {task: shown_run(model, task) for task in model.tasks if benchmark_of(task)}
 
 
 def leaderboard_record(model: Model, exported_at: str, *, allow_partial: bool = False,
@@ -222,6 +231,7 @@ def leaderboard_record(model: Model, exported_at: str, *, allow_partial: bool = 
         "tasks": {task: _task_entry(run, index[run.path], task) for task, (run, _) in sorted(chosen.items())},
         "benchmarks": benchmarks,
         "judge": _judge_entry(chosen),
+        **_judge_usage(_judge_entry(chosen)),
         # only a judged record needs the judge's validation
         "judge_validation": (judge_validation or None) if _judge_entry(chosen) else None,
         "data": _data_entry(chosen),

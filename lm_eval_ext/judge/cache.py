@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from urllib.parse import quote
 
-from .config import cli_flag, metadata_name
+from .config import how_to_set
 from .errors import JudgeCacheError
 
 log = logging.getLogger(__name__)
@@ -63,8 +63,8 @@ def move_aside_hint(path: Path) -> str:
 
 
 def _other_cache() -> str:
-    return (f"give another file with {cli_flag('cache')} / --metadata {metadata_name('cache')}=PATH, or "
-            f"{metadata_name('cache')}=none to judge without a cache")
+    return (f"give another file with {how_to_set('cache', 'PATH')}, or {how_to_set('cache', 'none')} to judge "
+            "without a cache")
 
 
 class JudgeCache:

@@ -1,4 +1,5 @@
-"""``lm-eval-ext judge``: judge validation against human scores, and the judge options shared by commands.
+"""``lm-eval-ext judge``: judge validation against human scores, batch output collection, and the judge options
+shared by commands.
 
 ``add_judge_options(parser)`` adds one ``--judge-*`` flag per option of
 :class:`~lm_eval_ext.judge.config.JudgeConfig`; ``config_from_args(args)`` resolves them (flags,
@@ -9,6 +10,8 @@ from __future__ import annotations
 
 import argparse
 import csv
+import dataclasses
+import io
 import json
 import sys
 from pathlib import Path
@@ -77,7 +80,27 @@ def add_judge_parser(subparsers: argparse._SubParsersAction) -> argparse.Argumen
                           help="where to write the table, plot and JSON (default: ./judge-validation)")
     add_judge_options(validate)
     validate.set_defaults(func=validate_command)
+    collect = sub.add_parser(
+        "collect", help="put the replies of a batch output file (OpenAI's, or vLLM's offline run_batch) into the "
+        "judge cache", description="Read a batch output file: one JSON line per request, its custom_id the judge "
+        "cache key the plugin wrote into the request file (a dry run with --judge-batch writes them), and store "
+        "every reply in the judge cache, so that the run, rerun, judges nothing again (docs/judge.md, Batch judging).")
+    collect.add_argument("path", metavar="FILE", help="a batch output file (JSONL)")
+    collect.add_argument("--judge-cache", dest="cache", default=None, metavar="CACHE",
+                         help="the judge cache file (default: the judge's default cache)")
+    collect.set_defaults(func=collect_command)
     return judge
+
+
+def collect_command(args: argparse.Namespace) -> int:
+    """``lm-eval-ext judge collect FILE``."""
+    from .batch import collect_file
+
+    config = resolve_config(explicit={"cache": args.cache})
+    stored, failed = collect_file(Path(args.path), config)
+    print(f"{args.path}: {stored} replies stored in the judge cache {config.cache_path()}"
+          + (f"; {failed} request(s) without a reply (judged live by the next run)" if failed else ""))
+    return 0
 
 
 def validate_command(args: argparse.Namespace) -> int:
@@ -101,7 +124,7 @@ def validate_command(args: argparse.Namespace) -> int:
         if judge.config.dry_run:
             return 0
         judge_scores = [r.score for r in results]
-        judge_record = {**judge.record, "run": judge.stats.to_dict()}
+        judge_record = dataclasses.replace(judge.record, run=judge.stats.to_dict())
     report = validation_report(rows, judge_scores, source=str(source), judge_record=judge_record)
     out = Path(args.output_dir)
     report["files"] = _write_files(report, out, plot_gold_bins)
@@ -116,7 +139,9 @@ def validate_command(args: argparse.Namespace) -> int:
 
 
 def _write_files(report: dict, out: Path, plot) -> dict[str, str]:
-    out.mkdir(parents=True, exist_ok=True)
+    from ..results.output import output_dir, write_bytes, write_text
+
+    output_dir(out, "--output-dir")
     files = {
         "correlations": out / "correlations.csv",
         "gold_bins": out / "gold_bins.csv",
@@ -124,21 +149,23 @@ def _write_files(report: dict, out: Path, plot) -> dict[str, str]:
         "json": out / "validation.json",
     }
     models = report["models"]
-    with open(files["correlations"], "w", newline="", encoding="utf-8") as fh:
-        writer = csv.writer(fh)
-        writer.writerow(["scorer", "kind", "n_scored", "n_failures", "mean", *(f"mean_{m}" for m in models),
-                         *(f"{k}_{h}" for h in ("gold", "silver") for k in ("pearson", "spearman", "kendall")), "n_pairs_gold"])
-        for name, entry in report["scorers"].items():
-            corr = [entry.get(f"vs_{h}", {}).get(k, "") for h in ("gold", "silver") for k in ("pearson", "spearman", "kendall")]
-            writer.writerow([name, entry["kind"], entry["n_scored"], entry["n_failures"], entry["mean"],
-                             *(entry["mean_by_model"][m] for m in models), *corr, entry.get("vs_gold", {}).get("n", "")])
-    with open(files["gold_bins"], "w", newline="", encoding="utf-8") as fh:
-        writer = csv.writer(fh)
-        writer.writerow(["scorer", "gold_score", "n", "mean", "ci95_low", "ci95_high"])
-        for name, entry in report["scorers"].items():
-            for level, cell in entry.get("by_gold_bin", {}).items():
-                writer.writerow([name, level, cell["n"], cell["mean"], cell.get("ci95_low", ""), cell.get("ci95_high", "")])
-    plot(report, files["plot"])
+    correlations = io.StringIO(newline="")
+    writer = csv.writer(correlations)
+    writer.writerow(["scorer", "kind", "n_scored", "n_failures", "mean", *(f"mean_{m}" for m in models),
+                     *(f"{k}_{h}" for h in ("gold", "silver") for k in ("pearson", "spearman", "kendall")), "n_pairs_gold"])
+    for name, entry in report["scorers"].items():
+        corr = [entry.get(f"vs_{h}", {}).get(k, "") for h in ("gold", "silver") for k in ("pearson", "spearman", "kendall")]
+        writer.writerow([name, entry["kind"], entry["n_scored"], entry["n_failures"], entry["mean"],
+                         *(entry["mean_by_model"][m] for m in models), *corr, entry.get("vs_gold", {}).get("n", "")])
+    write_text(files["correlations"], correlations.getvalue(), "--output-dir")
+    gold_bins = io.StringIO(newline="")
+    writer = csv.writer(gold_bins)
+    writer.writerow(["scorer", "gold_score", "n", "mean", "ci95_low", "ci95_high"])
+    for name, entry in report["scorers"].items():
+        for level, cell in entry.get("by_gold_bin", {}).items():
+            writer.writerow([name, level, cell["n"], cell["mean"], cell.get("ci95_low", ""), cell.get("ci95_high", "")])
+    write_text(files["gold_bins"], gold_bins.getvalue(), "--output-dir")
+    write_bytes(files["plot"], plot(report), "--output-dir")
     paths = {key: str(path) for key, path in files.items()}
-    files["json"].write_text(json.dumps({**report, "files": paths}, indent=2) + "\n", encoding="utf-8")
+    write_text(files["json"], json.dumps({**report, "files": paths}, indent=2) + "\n", "--output-dir")
     return paths

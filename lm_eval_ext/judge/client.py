@@ -1,20 +1,33 @@
-"""One judge call over the OpenAI chat-completions API, with the retry policy of judge.md.
+"""One judge call over the OpenAI chat-completions API, bounded in time and size, with the retry policy of judge.md.
 
-The official ``openai`` client makes the HTTP call with its own retries off
-(``max_retries=0``), through its generic ``post`` with our request body as it is and the
-reply's bytes read with ``json``: the typed ``chat.completions.create`` re-validates every
-request and builds a typed object of every reply, which cost more CPU than the rest of a
-call (docs/judge.md, Throughput). The policy is ours, with ``tenacity``:
+Each HTTP request goes through ``httpx`` (streamed, so that the reply is read in pieces):
+
+- **an overall deadline**: connecting, sending and reading the whole reply must end within
+  ``timeout`` seconds of the start; a reply still arriving then (a server that streams
+  forever) is cut, not only one that is silent for that long;
+- **a size cap**: a reply body larger than ``max_reply_bytes`` is cut when the cap is passed
+  (``Accept-Encoding: identity``, so the cap counts the bytes that reach memory).
+
+Both are faults of that try. The policy is ours, with ``tenacity``:
 
 - retried with exponential backoff and full jitter (``retry_wait`` * 2^k, at most
-  ``retry_max_wait``), or exactly as long as a ``Retry-After`` header says: timeouts,
-  connection errors, HTTP 408/409/429/5xx, and 200 replies that are not a chat completion;
+  ``retry_max_wait``), or exactly as long as a ``Retry-After`` header says: timeouts (the
+  deadline), connection errors, replies over the size cap, HTTP 408/409/429/5xx, and 200
+  replies that are not a chat completion;
 - fatal for the whole run (every call would fail the same way): HTTP 401, 403, 404;
-- failed at once for this item only: any other 4xx (e.g. a prompt too long for the judge).
+- failed at once for this item only: any other 4xx (e.g. a prompt too long for the judge);
+- the circuit breaker: ``stop_after_timeouts`` tries in a row, across every call in flight,
+  that time out or cannot connect, with nothing back from the judge for ``timeout`` seconds,
+  stop the run (:class:`JudgeGone`).
+
+The request body is sent as it is and the reply's bytes read with ``json``: the official
+``openai`` client's typed ``chat.completions.create`` re-validates every request and builds a
+typed object of every reply, which cost more CPU than the rest of a call, and its generic
+``post`` reads a reply whole, with a timeout per read only (docs/judge.md, Throughput).
 
 The API key is read from the environment variable named in the configuration when the
-client is built, handed to ``openai.OpenAI`` and kept only to scrub it from any text we pass
-on (server error messages, replies).
+client is built, sent as the ``Authorization`` header and kept only to scrub it from any
+text we pass on (server error messages, replies).
 """
 from __future__ import annotations
 
@@ -26,11 +39,12 @@ import threading
 import time
 from collections import Counter
 
-import openai
+import httpx
 import tenacity
 
-from .config import JudgeConfig, cli_flag, env_name, metadata_name
+from .config import JudgeConfig, env_name, how_to_set
 from .errors import JudgeConfigError, JudgeRequestRejected
+from .usage import reply_usage
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +73,14 @@ class CallCapReached(Exception):
 
 class Aborted(Exception):
     """The run is stopping (another call hit a fatal error); make no more calls."""
+
+
+class JudgeGone(Exception):
+    """The circuit breaker: ``stop_after_timeouts`` tries in a row timed out or could not connect."""
+
+    def __init__(self, message: str, last: TransientError) -> None:
+        super().__init__(message)
+        self.last = last
 
 
 class CallBudget:
@@ -120,23 +142,35 @@ class JudgeClient:
             raise JudgeConfigError(
                 f"The judge needs an API key in the environment variable {config.api_key_env}, which is not set. "
                 f"Export it (for a local server without authentication any value works, e.g. "
-                f"{config.api_key_env}=EMPTY), or name another variable with {cli_flag('api_key_env')}, "
-                f"--metadata {metadata_name('api_key_env')}=NAME or {env_name('api_key_env')}=NAME."
+                f"{config.api_key_env}=EMPTY), or name another variable with {how_to_set('api_key_env', 'NAME')} "
+                f"or {env_name('api_key_env')}=NAME."
             )
         self._secret = secret
         self.config = config
         self.host = config.base_url_host()
         self._stop = stop
         self._budget = budget
-        self._client = openai.OpenAI(api_key=secret, base_url=config.base_url, max_retries=0, timeout=config.timeout)
+        # A trailing slash makes httpx append "chat/completions" to the base URL's path (/v1/...).
+        self._http = httpx.Client(
+            base_url=config.base_url.rstrip("/") + "/",
+            headers={"Authorization": f"Bearer {secret}", "Accept-Encoding": "identity"},
+            limits=httpx.Limits(max_connections=None, max_keepalive_connections=config.concurrency),
+        )
         self.reached = threading.Event()  # set by the first well-formed reply of this run
         self.last_reply = float("-inf")  # time.monotonic() of the latest well-formed reply
         self.retries: Counter[str] = Counter()
+        self.gone: JudgeGone | None = None  # set when the circuit breaker stopped the run
+        self._timeouts_in_a_row = 0
+        self._last_answer = float("-inf")  # time.monotonic() of the latest HTTP response of any kind
         self._stats_lock = threading.Lock()
 
     def abort(self) -> None:
         """Stop the run's calls: waits end, no new call starts (others raise :class:`Aborted`)."""
         self._stop.set()
+
+    def close(self) -> None:
+        """Close the connections."""
+        self._http.close()
 
     def redact(self, text: str) -> str:
         """``text`` with the API key replaced by ``***``.
@@ -148,19 +182,39 @@ class JudgeClient:
             return text.replace(self._secret, "***")
         return text
 
-    def list_models(self, timeout: float) -> list:
-        """The endpoint's model list (``GET /models``), one try within ``timeout`` seconds; openai errors propagate."""
-        self._budget.take()
-        return list(self._client.with_options(timeout=timeout).models.list().data)
+    def list_models(self, timeout: float) -> set[str] | None:
+        """The model ids of the endpoint's list (``GET /models``), one try within ``timeout`` seconds.
 
-    def complete(self, request: dict, *, timeout: float | None = None, tries: int | None = None) -> str:
+        None when the endpoint lists none (no such route, an error, a list that is not one or is
+        over the size cap: not every server has it). Raises :class:`TransientError` (timeout,
+        connection) or :class:`JudgeRequestRejected` (HTTP 401/403: the key).
+        """
+        self._budget.take()
+        try:
+            status, headers, body = self._fetch("GET", "models", None, timeout)
+        except TransientError as err:
+            if err.kind == "too_large":
+                return None
+            raise
+        if status in (401, 403):
+            raise self._status_error(status, body, headers, model=None)
+        try:
+            listed = json.loads(body).get("data") if status == 200 else None
+            return {entry["id"] for entry in listed} if isinstance(listed, list) else None
+        except (ValueError, AttributeError, KeyError, TypeError):
+            return None
+
+    def complete(self, request: dict, *, timeout: float | None = None, tries: int | None = None,
+                 on_usage=None) -> str:
         """The reply text for one request body, retrying transient failures.
 
-        ``timeout`` (seconds per try) and ``tries`` (1 = no retry) replace the configuration's
-        ``timeout`` and ``retries + 1`` for this call: ``complete(request, timeout=10, tries=1)``
-        is a probe that tells a judge that hangs within 10 s. Raises the last :class:`TransientError`
-        when the tries are used up, :class:`ItemRejected`, :class:`JudgeRequestRejected` (fatal),
-        :class:`CallCapReached` or :class:`Aborted`.
+        ``timeout`` (the deadline of each try, in seconds) and ``tries`` (1 = no retry) replace the
+        configuration's ``timeout`` and ``retries + 1`` for this call: ``complete(request, timeout=10,
+        tries=1)`` is a probe that tells a judge that hangs within 10 s. Raises the last
+        :class:`TransientError` when the tries are used up, :class:`ItemRejected`,
+        :class:`JudgeRequestRejected` (fatal), :class:`JudgeGone` (the circuit breaker),
+        :class:`CallCapReached` or :class:`Aborted`. ``on_usage`` is called with the tokens the reply
+        reports (:func:`lm_eval_ext.judge.usage.reply_usage`).
         """
         retrying = tenacity.Retrying(
             retry=tenacity.retry_if_exception_type(TransientError),
@@ -175,7 +229,7 @@ class JudgeClient:
         )
         for attempt in retrying:
             with attempt:
-                return self._call_once(request, timeout)
+                return self._call_once(request, timeout or self.config.timeout, on_usage)
         raise AssertionError("unreachable: tenacity either returns or reraises")
 
     def _note_retry(self, state: tenacity.RetryCallState) -> None:
@@ -185,53 +239,108 @@ class JudgeClient:
         log.debug("judge call failed (%s: %s); retry %d in %.2f s", exc.kind, exc, state.attempt_number,
                   state.next_action.sleep if state.next_action else 0.0)
 
-    def _call_once(self, request: dict, timeout: float | None) -> str:
+    def _call_once(self, request: dict, timeout: float, on_usage=None) -> str:
         if self._stop.is_set():
             raise Aborted()
         self._budget.take()
         try:
-            body = self._client.post("/chat/completions", body=request, cast_to=bytes,
-                                     options={"timeout": timeout} if timeout else {})
-            reply = json.loads(body)
-        except openai.APITimeoutError:
-            raise TransientError("timeout", f"no reply from {self.host} within {timeout or self.config.timeout:g} s"
-                                 ) from None
-        except openai.APIConnectionError as exc:
-            cause = exc.__cause__ or exc
-            raise TransientError("connection", self.redact(f"cannot connect to {self.host}: {cause}")) from None
-        except openai.APIStatusError as exc:
-            error = self._status_error(exc, request.get("model"))
+            status, headers, body = self._fetch("POST", "chat/completions", request, timeout)
+        except TransientError as err:
+            self._count_silence(err)
+            raise
+        self._count_silence(None)
+        if status != 200:
+            error = self._status_error(status, body, headers, request.get("model"))
             if isinstance(error, JudgeRequestRejected):
                 self.abort()  # at once, so that no other worker starts a call bound to fail the same way
-            raise error from None
+            raise error
+        try:
+            reply = json.loads(body)
         except ValueError:  # a 200 whose body is not JSON (an HTML page, cut off, not UTF-8)
             raise TransientError("malformed", f"{self.host} answered with a body that is not valid JSON, "
                                               "not a chat completion") from None
-        text = _reply_text(reply)
+        text = reply_text(reply)
         if text is None:
             raise TransientError("malformed", f"{self.host} answered with something that is not a chat completion")
+        if on_usage is not None:
+            on_usage(reply_usage(reply))
         self.reached.set()
         self.last_reply = time.monotonic()
         return self.redact(text)
 
-    def _status_error(self, exc: openai.APIStatusError, model: str | None) -> Exception:
-        status = exc.status_code
-        message = self.redact(str(exc.message))
+    def _fetch(self, method: str, path: str, body: dict | None, timeout: float) -> tuple[int, httpx.Headers, bytes]:
+        """Status, headers and body of one request that must end within ``timeout`` s and ``max_reply_bytes``.
+
+        httpx's timeouts bound each step (connect, send, each wait for data) by ``timeout``; the
+        deadline over the whole call is checked as the body arrives, so a reply that keeps coming
+        is cut at the deadline, and one that outgrows the cap at the cap.
+        """
+        deadline = time.monotonic() + timeout
+        cap = self.config.max_reply_bytes
+        try:
+            with self._http.stream(method, path, json=body, timeout=timeout) as response:
+                data = bytearray()
+                for chunk in response.iter_bytes():
+                    data += chunk
+                    if len(data) > cap:
+                        raise TransientError("too_large", f"{self.host} sent a reply of more than {cap} bytes "
+                                                          f"(judge option max_reply_bytes); it was cut there")
+                    if time.monotonic() > deadline:
+                        raise TransientError("timeout", f"no whole reply from {self.host} within {timeout:g} s "
+                                                        f"(it was still arriving: {len(data)} bytes so far)")
+                return response.status_code, response.headers, bytes(data)
+        except httpx.TimeoutException:
+            raise TransientError("timeout", f"no reply from {self.host} within {timeout:g} s") from None
+        except httpx.HTTPError as exc:  # refused, reset, dropped mid-reply, a broken HTTP response
+            raise TransientError("connection", self.redact(f"cannot connect to {self.host}: {exc}")) from None
+
+    def _count_silence(self, err: TransientError | None) -> None:
+        """The circuit breaker: count tries in a row that got nothing back (timeout, no connection).
+
+        It trips when there are ``stop_after_timeouts`` of them and nothing at all has come back
+        for ``timeout`` seconds: occasional timeouts among the replies of a busy judge never trip it.
+        """
+        limit, now = self.config.stop_after_timeouts, time.monotonic()
+        with self._stats_lock:
+            if err is None or err.kind not in ("timeout", "connection"):
+                self._timeouts_in_a_row, self._last_answer = 0, now
+                return
+            self._timeouts_in_a_row += 1
+            if (not limit or self._timeouts_in_a_row < limit or now - self._last_answer < self.config.timeout
+                    or self.gone is not None):
+                return
+            self.gone = JudgeGone(str(err), err)
+        self.abort()
+        raise self.gone
+
+    def _status_error(self, status: int, body: bytes, headers: httpx.Headers, model: str | None) -> Exception:
+        message = self.redact(_error_message(body))
         if status in _RETRIED_STATUS or status >= 500:
-            return TransientError(str(status), f"HTTP {status} from {self.host}: {message}",
-                                  _retry_after(getattr(exc.response, "headers", None)))
+            return TransientError(str(status), f"HTTP {status} from {self.host}: {message}", _retry_after(headers))
         if status in _FATAL_STATUS:
             what = _FATAL_STATUS[status]
             return JudgeRequestRejected(
                 f"The judge endpoint {self.host} {what} (HTTP {status}: {message}). Model: {model!r}; "
-                f"key from ${self.config.api_key_env}. Check the key variable ({cli_flag('api_key_env')}), the model "
-                f"({cli_flag('model')} / --metadata {metadata_name('model')}=...) and the base URL "
-                f"({cli_flag('base_url')}; it must be the API root, e.g. https://api.openai.com/v1)."
+                f"key from ${self.config.api_key_env}. Check the key variable ({how_to_set('api_key_env', 'NAME')}), "
+                f"the model ({how_to_set('model', 'MODEL')}) and the base URL ({how_to_set('base_url', 'URL')}; it "
+                "must be the API root, e.g. https://api.openai.com/v1)."
             )
         return ItemRejected(f"HTTP {status} from {self.host}: {message}")
 
 
-def _reply_text(reply) -> str | None:
+def _error_message(body: bytes) -> str:
+    """The ``error.message`` of an OpenAI-style error body, else the start of the body as text."""
+    try:
+        error = json.loads(body).get("error")
+        message = error.get("message") if isinstance(error, dict) else error
+        if isinstance(message, str) and message:
+            return message
+    except (ValueError, AttributeError):
+        pass
+    return body[:300].decode("utf-8", "replace") or "no message"
+
+
+def reply_text(reply) -> str | None:
     """The assistant text of a chat completion (parsed JSON); None if ``reply`` is not one."""
     choices = reply.get("choices") if isinstance(reply, dict) else None
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):

@@ -3,7 +3,7 @@
 Each option of :class:`JudgeConfig` can be given, from the strongest to the weakest:
 
 1. explicitly (``lm-eval-ext judge validate --judge-model X`` or ``resolve_config(explicit=...)``),
-2. as harness metadata (``--metadata judge_model=X``; reaches tasks whose class is
+2. as harness metadata (``--metadata '{"judge_model": "X"}'``; reaches tasks whose class is
    :class:`lm_eval_ext.judge.harness.JudgedTask`),
 3. as an environment variable (``LM_EVAL_EXT_JUDGE_MODEL=X``),
 4. in the task YAML (the judge filter's keyword arguments, e.g. ``language: cs``),
@@ -11,13 +11,17 @@ Each option of :class:`JudgeConfig` can be given, from the strongest to the weak
 
 The option ``judge`` itself is spelled ``--judge``, ``judge`` and ``LM_EVAL_EXT_JUDGE``;
 ``dry_run`` is ``--dry-run`` on the command line. docs/judge.md has the table.
-The API key is not an option: only the *name* of the variable that holds it is.
+The API key is not an option: only the *name* of the variable that holds it is. Errors advise the
+way to set an option on the command the user ran (:func:`how_to_set`).
 """
 from __future__ import annotations
 
 import dataclasses
+import difflib
+import json
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -73,7 +77,13 @@ class JudgeConfig:
                                f"run's seed (harness --seed), else {DEFAULT_SEED}", int, optional=True)
     reasks: int = _option(2, "how many times to ask again (with another seed) when a reply has no valid score", int)
     concurrency: int = _option(8, "judge calls in flight at once", int)
-    timeout: float = _option(120.0, "seconds to wait for one judge reply", float)
+    timeout: float = _option(120.0, "deadline of one judge call in seconds: connecting, sending and the whole reply "
+                             "(a reply still arriving then is cut)", float)
+    max_reply_bytes: int = _option(262144, "largest judge reply body, in bytes; a bigger one is cut there and "
+                                   "retried like a timeout", int)
+    stop_after_timeouts: int = _option(3, "stop the run when this many judge calls in a row (across all in flight) "
+                                       "time out or cannot connect and nothing has come back from the judge for "
+                                       "'timeout' seconds; 0 = never", int)
     retries: int = _option(6, "transport retries per call (timeouts, connection errors, 429, 5xx)", int)
     retry_wait: float = _option(1.0, "base of the exponential backoff between retries, in seconds (with "
                                 "jitter); a Retry-After header wins, up to retry_max_wait", float)
@@ -84,6 +94,22 @@ class JudgeConfig:
                                 "'none' disables", str, optional=True)
     max_calls: int | None = _option(None, "spending cap: most judge calls (HTTP requests) one run may make; "
                                     "'none' = no cap", int, optional=True)
+    price_input: float | None = _option(None, "price of the judge model's input (prompt) tokens, in dollars per "
+                                        "million (e.g. 2.5); with price_output, results state dollars", float,
+                                        optional=True)
+    price_output: float | None = _option(None, "price of the judge model's output (reply) tokens, in dollars per "
+                                         "million (e.g. 10)", float, optional=True)
+    batch_discount: float = _option(0.5, "fraction of the price the batch API takes off (OpenAI: 0.5)", float)
+    cost_limit: float | None = _option(None, "spending limit in dollars for the judge of one run (needs the "
+                                       "prices): judging stops before a request could pass it; 'none' = no limit",
+                                       float, optional=True)
+    batch: bool = _option(False, "send the judge requests through the OpenAI Batch API (half the price, replies "
+                          "within 24 h) instead of one call each", bool)
+    batch_detach: bool = _option(False, "with batch: submit the batches, save their ids and stop; `lm-eval-ext "
+                                 "resume DIR` collects them later", bool)
+    batch_poll: float = _option(30.0, "seconds between two looks at a submitted batch", float)
+    batch_max_requests: int = _option(50000, "most requests in one batch (the API's limit: 50,000)", int)
+    batch_max_bytes: int = _option(200_000_000, "largest batch request file, in bytes (the API's limit: 200 MB)", int)
     dry_run: bool = _option(False, "only report how many judge calls the run needs (after the cache), call nothing",
                             bool)
     check: bool = _option(True, "before anything is generated, check the judge: key, endpoint, model, one tiny "
@@ -137,6 +163,32 @@ def cli_flag(option: str) -> str:
     return f"--judge-{option.replace('_', '-')}"
 
 
+# Only `lm-eval-ext check`, `judge validate` and `elitr score` take the --judge-* flags; `lm_eval run`,
+# `lm-eval-ext run` / `resume` and the Python API set a judge option through --metadata. A process-wide
+# setting, not a context variable: the judge's worker threads word errors too.
+_JUDGE_FLAGS = False
+
+
+@contextmanager
+def judge_flags_in_advice() -> Iterator[None]:
+    """While it lasts (a command that takes the ``--judge-*`` flags), errors name those flags."""
+    global _JUDGE_FLAGS
+    before, _JUDGE_FLAGS = _JUDGE_FLAGS, True
+    try:
+        yield
+    finally:
+        _JUDGE_FLAGS = before
+
+
+def how_to_set(option: str, value: str = "...") -> str:
+    """How the user sets ``option`` to ``value`` on the command they ran: ``--judge-model VALUE`` on a command
+    with the judge flags, else ``--metadata '{"judge_model": "VALUE"}'`` (the JSON form every harness version
+    reads; lm-eval 0.5 reads no other)."""
+    if _JUDGE_FLAGS:
+        return f"{cli_flag(option)} {value}"
+    return f"--metadata '{json.dumps({metadata_name(option): value})}'"
+
+
 def _coerce(option: dataclasses.Field, value: Any, source: str) -> Any:
     kind, optional = option.metadata["kind"], option.metadata["optional"]
     where = f"judge option {option.name!r} (from {source})"
@@ -173,8 +225,10 @@ def _from_metadata(metadata: Mapping[str, Any] | None) -> dict[str, tuple[Any, s
         if key in known:
             found[known[key]] = (value, f"--metadata {key}")
         elif key.startswith(METADATA_PREFIX + "_"):
+            close = difflib.get_close_matches(key, known, n=1)
+            hint = f"Did you mean {close[0]!r}? " if close else ""
             raise JudgeConfigError(
-                f"Unknown judge option {key!r} in --metadata. Known judge options: {', '.join(sorted(known))} "
+                f"Unknown judge option {key!r} in --metadata. {hint}Known judge options: {', '.join(sorted(known))} "
                 "(see docs/judge.md)."
             )
     return found
@@ -230,18 +284,37 @@ def _check(config: JudgeConfig) -> None:
     if config.judge not in JUDGES:
         custom = (f" A template of your own ({config.template}) takes its score parser, range and scale from the "
                   "judge it names, so that name must be one of those too." if config.template else "")
-        raise JudgeConfigError(f"Unknown judge {config.judge!r}: use one of {', '.join(JUDGES)} ({cli_flag('judge')} "
-                               f"or {metadata_name('judge')}).{custom}")
+        raise JudgeConfigError(f"Unknown judge {config.judge!r}: use one of {', '.join(JUDGES)} "
+                               f"({how_to_set('judge', next(iter(JUDGES)))}).{custom}")
     if config.language not in ("en", "cs"):
         raise JudgeConfigError(f"Unknown judge language {config.language!r}: use en or cs.")
-    for name in ("concurrency", "max_tokens"):
+    for name in ("concurrency", "max_tokens", "max_reply_bytes"):
         if getattr(config, name) < 1:
             raise JudgeConfigError(f"The judge option {name!r} must be at least 1, not {getattr(config, name)}.")
-    for name in ("reasks", "retries"):
+    if config.timeout <= 0:
+        raise JudgeConfigError(f"The judge option 'timeout' must be more than 0 seconds, not {config.timeout:g}.")
+    for name in ("reasks", "retries", "stop_after_timeouts"):
         if getattr(config, name) < 0:
             raise JudgeConfigError(f"The judge option {name!r} cannot be negative ({getattr(config, name)}).")
     if config.max_calls is not None and config.max_calls < 0:
         raise JudgeConfigError(f"The judge option 'max_calls' cannot be negative ({config.max_calls}).")
+    for name in ("price_input", "price_output", "cost_limit"):
+        if getattr(config, name) is not None and getattr(config, name) < 0:
+            raise JudgeConfigError(f"The judge option {name!r} cannot be negative ({getattr(config, name)}).")
+    if config.cost_limit is not None and (config.price_input is None or config.price_output is None):
+        raise JudgeConfigError(
+            f"The judge's cost limit (${config.cost_limit:g}) needs the judge model's prices: give "
+            f"{cli_flag('price_input')} and {cli_flag('price_output')} (dollars per million tokens; --metadata "
+            f"{metadata_name('price_input')}=... {metadata_name('price_output')}=...), or drop the limit.")
+    if not 0 <= config.batch_discount < 1:
+        raise JudgeConfigError(f"The judge option 'batch_discount' is a fraction of the price from 0 to below 1 "
+                               f"(OpenAI's batch API: 0.5), not {config.batch_discount}.")
+    for name in ("batch_poll", "batch_max_requests", "batch_max_bytes"):
+        if getattr(config, name) <= 0:
+            raise JudgeConfigError(f"The judge option {name!r} must be above 0, not {getattr(config, name)}.")
+    if config.batch_detach and not config.batch:
+        raise JudgeConfigError(f"The judge option 'batch_detach' only applies to batch judging: add "
+                               f"{cli_flag('batch')} (--metadata {metadata_name('batch')}=true).")
     parts = urlsplit(config.base_url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise JudgeConfigError(f"The judge base URL {config.base_url!r} is not an http(s) URL; give the API root, "

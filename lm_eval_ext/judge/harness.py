@@ -36,8 +36,9 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
+from ..interrupts import during_scoring
 from ..task_base import ExtTask, RunAwareFilter
-from .config import JudgeConfig, resolve_config
+from .config import JudgeConfig, how_to_set, resolve_config
 from .errors import JudgeConfigError, JudgeError
 from .records import FAILED, SCORED, JudgeItem, JudgeResult
 from .templates import config_record, judge_setup
@@ -116,7 +117,12 @@ class JudgeFilter(RunAwareFilter):
                 text, info = _text_and_info(response, self.run.conversation)
                 items.append(JudgeItem(question, text, reference))
                 infos.append(info)
-        judge = Judge(judge_config(self.run, self.judge_options))
+        from .. import answers
+
+        # batches are saved with the run's answers; a resumed run finds them in the answers folder it resumes
+        root = answers.answers_root(self.run.metadata)
+        judge = Judge(judge_config(self.run, self.judge_options), batch_dir=answers.run_dir(self.run.metadata),
+                      batch_lookup=sorted(p for p in root.iterdir() if p.is_dir()) if root.is_dir() else [])
         try:
             results = list(judge.run(items, label=self.run.task))
             log.info("%s: judge %s", self.run.task, judge.stats.to_dict())
@@ -136,7 +142,8 @@ class JudgedTask(ExtTask):
     """An ``ExtTask`` whose judge filters get ``--metadata judge_*`` options and the run's seed.
 
     It records the judge's configuration (model, endpoint host, template name and hash, sampling
-    parameters, seed) under ``metadata.judge`` of the task's config, which the harness writes into
+    parameters, seed), how its answers were judged (``run``) and what that cost (``usage``: tokens,
+    dollars with prices) under ``metadata.judge`` of the task's config, which the harness writes into
     the results file (``configs.<task>.metadata.judge``). Benchmark task classes can subclass it.
     A task with a single judged response per document needs no subclass: its scores are
     :func:`judge_metrics`.
@@ -158,6 +165,25 @@ class JudgedTask(ExtTask):
     def judge_config(self) -> JudgeConfig:
         """This task's judge configuration for this run."""
         return judge_config(self.run_context(), self.judge_options())
+
+    def judge_requests_estimate(self, limit: float | None = None) -> list[dict]:
+        """The judge requests this task's run would send, as far as they can be built before generation: one
+        per document (``limit`` as the harness reads it), the answer, not known yet, as long as the reference."""
+        config = self.judge_config()
+        fields = next(step for entry in self.config.filter_list for step in entry["filter"]
+                      if step.get("function") is JudgeFilter)
+        from .runner import Judge
+
+        judge = Judge(dataclasses.replace(config, cache=None), progress=False)
+        docs = list(self.eval_docs)
+        if limit is not None:
+            docs = docs[:int(math.ceil(len(docs) * limit)) if limit < 1 else int(limit)]
+        requests = []
+        for doc in docs:
+            question = _field(doc, fields.get("question_field", "question"), "question")
+            reference = _field(doc, fields.get("reference_field", "reference"), "reference")
+            requests.append(judge.request(judge.messages(JudgeItem(question, reference, reference)), 0))
+        return requests
 
     def check_judge(self) -> None:
         """Probe the judge (lm_eval_ext.judge.probe) unless ``--predict_only``, a dry run or ``judge_check=false``.
@@ -191,30 +217,49 @@ class JudgedTask(ExtTask):
                     "it with `%s` (verdicts already given come from the judge's cache)", self.config.task,
                     self.answers_dir(), resume)
         try:
-            instances = super().apply_filters()
+            with during_scoring():  # Ctrl-C and SIGTERM while judging: one paragraph naming the saved answers
+                instances = super().apply_filters()
         except JudgeError as err:
             raise JudgingStopped(f"{err} The answers were saved before judging: once the judge works, `{resume}` "
                                  "finishes the judging (verdicts already given come from the judge's cache) and "
                                  "writes the run's results.") from None
         name = self._judge_step()[0]
-        failures = Counter(result["failure"] for i in instances for output in _outputs(i.filtered_resps.get(name))
-                           if (result := json.loads(output)).get("status") == FAILED)
+        results = [json.loads(output) for i in instances for output in _outputs(i.filtered_resps.get(name))]
+        failures = Counter(result["failure"] for result in results if result.get("status") == FAILED)
         if failures:
             # an unreadable reply is cached like any other: asking again needs more re-asks
             again = (f"`{resume}` judges them again and reuses every verdict already given" if "unparseable" not in
-                     failures else f"`{resume} --metadata judge_reasks=N` asks again (N above {config.reasks}) and "
+                     failures else f"`{resume} {how_to_set('reasks', 'N')}` asks again (N above {config.reasks}) and "
                      "reuses every verdict already given")
             log.warning("%s: the judge could not score %d of %d answers (%s); the task's score is undefined (NaN) "
                         "until they are judged: %s", self.config.task, sum(failures.values()), len(instances),
                         ", ".join(f"{n} {kind}" for kind, n in failures.items()), again)
         # after judging: `judge` in the metadata is also the judge option's name
-        self.record_run_info(judge=config_record(config, judge_setup(config)))
+        self.record_run_info(judge={**config_record(config, judge_setup(config)).to_dict(), "run": judged_counts(results),
+                                    "usage": judged_usage(results, config)})
         return instances
 
     def document_metrics(self, doc: dict, results: list) -> dict:
         """``score`` and ``judge_failures`` of the document's one judged response."""
         (result,) = results
         return judge_metrics(result)
+
+
+def judged_counts(results: list[dict]) -> dict[str, int]:
+    """How a task's answers were judged (recorded as ``metadata.judge.run``): ``answers``, ``scored``, and
+    ``from_cache``, the answers whose verdict came from the judge's cache with no call (a resumed run's
+    verdicts given before it stopped; a verdict made with calls records how many, JudgeResult.calls)."""
+    return {"answers": len(results), "scored": sum(r.get("status") == SCORED for r in results),
+            "from_cache": sum(r.get("status") in (SCORED, FAILED) and not r.get("calls") for r in results)}
+
+
+def judged_usage(results: list[dict], config: JudgeConfig) -> dict:
+    """What judging a task's answers cost (recorded as ``metadata.judge.usage``): the sum of the results'
+    ``usage`` (lm_eval_ext.judge.usage.summarize), answers judged from the cache counted at nothing."""
+    from .usage import priced, summarize
+
+    cached = sum(r.get("status") in (SCORED, FAILED) and not r.get("calls") for r in results)
+    return summarize([r.get("usage") for r in results], cached, priced(config))
 
 
 def judge_output(filtered: str) -> dict:

@@ -1,11 +1,11 @@
 """The per-gold-bin plot of judge validation: each scorer's mean score (95% CI) per gold-human score."""
 from __future__ import annotations
 
-from pathlib import Path
+import io
 
 
-def plot_gold_bins(report: dict, path: Path) -> Path:
-    """Write the PNG for ``report`` (from :func:`validate.validation_report`) to ``path``."""
+def plot_gold_bins(report: dict) -> bytes:
+    """The PNG for ``report`` (from :func:`validate.validation_report`)."""
     import matplotlib
 
     matplotlib.use("Agg")  # files only, no display
@@ -31,7 +31,7 @@ def plot_gold_bins(report: dict, path: Path) -> Path:
     ax.legend(loc="lower right", fontsize="small")
     ax.grid(alpha=0.3)
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, format="png")
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png")
     plt.close(fig)
-    return path
+    return buffer.getvalue()

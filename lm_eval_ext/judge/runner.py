@@ -10,6 +10,7 @@ cache and makes no call. A run whose judge never answered stops with one error.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import sys
@@ -19,15 +20,17 @@ from collections import Counter
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from tqdm import tqdm
 
 from .cache import JudgeCache, request_key
-from .client import Aborted, CallBudget, CallCapReached, ItemRejected, JudgeClient, TransientError
-from .config import JudgeConfig, cli_flag, metadata_name
+from .client import Aborted, CallBudget, CallCapReached, ItemRejected, JudgeClient, JudgeGone, TransientError
+from .config import JudgeConfig, how_to_set
 from .errors import JudgeBudgetError, JudgeUnreachableError
 from .records import FAILED, NOT_JUDGED, SCORED, JudgeItem, JudgeResult
 from .templates import config_record, judge_setup
+from .usage import METER, ItemUsage, priced, summarize, usage_text
 
 log = logging.getLogger(__name__)
 
@@ -46,12 +49,13 @@ class JudgeStats:
     failures: Counter = field(default_factory=Counter)
     dry_run_calls_needed: int | None = None
     cache_problem: str | None = None  # the cache stopped being read or written during the run (why)
+    usage: dict = field(default_factory=dict)  # tokens and dollars (lm_eval_ext.judge.usage.summarize)
 
     def to_dict(self) -> dict:
         data = {
             "items": self.items, "unique_prompts": self.unique_prompts, "from_cache": self.from_cache,
             "calls": self.calls, "reasks": self.reasks, "retries": dict(self.retries), "scored": self.scored,
-            "failures": dict(self.failures),
+            "failures": dict(self.failures), "usage": self.usage,
         }
         if self.dry_run_calls_needed is not None:
             data["dry_run_calls_needed"] = self.dry_run_calls_needed
@@ -63,8 +67,13 @@ class JudgeStats:
 class Judge:
     """A configured judge: builds prompts, replays the cache, calls the endpoint, parses scores."""
 
-    def __init__(self, config: JudgeConfig, *, progress: bool = True) -> None:
+    def __init__(self, config: JudgeConfig, *, progress: bool = True, batch_dir: Path | None = None,
+                 batch_lookup: Sequence[Path] = ()) -> None:
         self.config = config
+        # batch judging (lm_eval_ext/judge/batch.py): where this judge saves its batches, where it looks for
+        # batches submitted before; default: beside the judge's cache
+        self.batch_dir = batch_dir
+        self.batch_lookup = list(batch_lookup)
         self.setup = judge_setup(config)
         self.cache = JudgeCache(config.cache_path())
         self.record = config_record(config, self.setup)
@@ -93,16 +102,16 @@ class Judge:
 
     # -- verdicts ---------------------------------------------------------
 
-    def _verdict(self, outputs: list[str], calls: int) -> JudgeResult | None:
+    def _verdict(self, outputs: list[str], calls: int, usage: dict | None = None) -> JudgeResult | None:
         """Scored if the last output parses; failed once every ask is used; else None (ask again)."""
         parsed = self.setup.parser.parse(outputs[-1], self.setup.low, self.setup.high)
         if parsed.raw_score is not None:
             return JudgeResult(SCORED, score=float(parsed.raw_score * self.setup.scale), raw_score=parsed.raw_score,
-                               judge_outputs=outputs, calls=calls)
+                               judge_outputs=outputs, calls=calls, usage=usage)
         if len(outputs) > self.config.reasks:
             return JudgeResult(FAILED, failure="unparseable",
                                detail=f"{parsed.reason} (asked {len(outputs)} time(s))", judge_outputs=outputs,
-                               calls=calls)
+                               calls=calls, usage=usage)
         return None
 
     def _replay(self, messages: list[dict[str, str]]) -> JudgeResult | None:
@@ -121,6 +130,7 @@ class Judge:
     def _judge_one(self, client: JudgeClient, messages: list[dict[str, str]]) -> JudgeResult:
         outputs: list[str] = []
         calls = 0
+        usage = ItemUsage(self.config)
         for ask in range(self.config.reasks + 1):
             request = self.request(messages, ask)
             key = self._key(request)
@@ -128,13 +138,20 @@ class Judge:
             if reply is None:
                 calls += 1
                 asked = time.monotonic()
+                reservation, cost_before = METER.reserve(self.config, request), usage.cost  # may stop the run
                 try:
-                    reply = client.complete(request)
+                    reply = client.complete(request, on_usage=usage.add)
                 except CallCapReached as exc:
-                    return JudgeResult(FAILED, failure="call_cap", detail=str(exc), judge_outputs=outputs, calls=calls)
+                    return JudgeResult(FAILED, failure="call_cap", detail=str(exc), judge_outputs=outputs, calls=calls,
+                                       usage=usage.record())
                 except ItemRejected as exc:
-                    return JudgeResult(FAILED, failure="rejected", detail=str(exc), judge_outputs=outputs, calls=calls)
+                    return JudgeResult(FAILED, failure="rejected", detail=str(exc), judge_outputs=outputs, calls=calls,
+                                       usage=usage.record())
+                except JudgeGone as exc:
+                    raise self._unreachable(exc.last, breaker=True) from None
                 except TransientError as exc:
+                    if client.gone is not None:
+                        raise Aborted() from None  # the circuit breaker stopped the run: its error is the one shown
                     # Unreachable: nothing has ever answered, or the judge stopped answering (no call of the
                     # run got a reply while this one was tried, and it timed out or could not connect). A judge
                     # that hangs mid-run then stops the run after one item's tries, not after every item's.
@@ -144,22 +161,30 @@ class Judge:
                         raise self._unreachable(exc, since_start=not client.reached.is_set()) from None
                     return JudgeResult(FAILED, failure="transport",
                                        detail=f"{exc} (tried {self.config.retries + 1} times)",
-                                       judge_outputs=outputs, calls=calls)
+                                       judge_outputs=outputs, calls=calls, usage=usage.record())
+                finally:
+                    METER.settle(reservation, usage.cost - cost_before)
                 self.cache.put(key, reply, self.setup.model)
             outputs.append(reply)
-            verdict = self._verdict(outputs, calls)
+            verdict = self._verdict(outputs, calls, usage.record())
             if verdict is not None:
                 return verdict
         raise AssertionError("unreachable: the last ask always gives a verdict")
 
-    def _unreachable(self, exc: TransientError, since_start: bool) -> JudgeUnreachableError:
-        when = "of this run has succeeded" if since_start else "has succeeded since this one was first tried"
+    def _unreachable(self, exc: TransientError, since_start: bool = False, breaker: bool = False
+                     ) -> JudgeUnreachableError:
+        if breaker:
+            why = (f"{self.config.stop_after_timeouts} judge calls in a row timed out or could not connect, and "
+                   f"nothing came back from the judge for {self.config.timeout:g} s")
+        else:
+            when = "of this run has succeeded" if since_start else "has succeeded since this one was first tried"
+            why = f"tried {self.config.retries + 1} times, and no judge call {when}"
         return JudgeUnreachableError(
-            f"The judge at {self.config.base_url_host()} could not be used: {exc} (tried "
-            f"{self.config.retries + 1} times, and no judge call {when}). Check that the server "
+            f"The judge at {self.config.base_url_host()} could not be used: {exc} ({why}). Check that the server "
             f"is up and that the base URL is right (now {self.config.base_url!r}; set it with "
-            f"{cli_flag('base_url')} or --metadata {metadata_name('base_url')}=URL). The run was stopped; replies "
-            "judged so far are cached."
+            f"{how_to_set('base_url', 'URL')}); a judge that is only slow needs a longer "
+            f"{how_to_set('timeout', 'SECONDS')} (now {self.config.timeout:g} s for a whole call). The run was stopped; "
+            "replies judged so far are cached."
         )
 
     # -- the batch --------------------------------------------------------
@@ -190,6 +215,11 @@ class Judge:
                       f"answered by the cache; {len(pending)} need a judge call (up to "
                       f"{len(pending) * (self.config.reasks + 1)} with re-asks, plus transport retries). Nothing "
                       "was called.")
+            if self.config.batch:
+                files = self._batches(kept=True).write_files({self._key(self.request(prompts[key], 0)): self.request(prompts[key], 0)
+                                                     for key in pending})
+                self._say(f"{what} (dry run): the first asks are written as batch request files: "
+                          f"{', '.join(map(str, files))}")
             for key in pending:
                 verdicts[key] = JudgeResult(NOT_JUDGED, detail="dry run")
         elif pending:
@@ -198,13 +228,17 @@ class Judge:
                 raise JudgeBudgetError(
                     f"The {what} run needs at least {len(pending)} judge calls ({len(verdicts)} of "
                     f"{len(prompts)} prompts are cached), more than the cap of {cap}. Nothing was called. Raise "
-                    f"the cap ({cli_flag('max_calls')} / --metadata {metadata_name('max_calls')}=N), judge fewer "
+                    f"the cap ({how_to_set('max_calls', 'N')}), judge fewer "
                     "items (--limit), or check the count first with the dry run."
                 )
             self._say(f"{what}: {len(items)} items, {len(verdicts)} answered by the cache, {len(pending)} to judge "
                       f"with {self.setup.model} at {self.config.base_url_host()} ({self.config.concurrency} at a time)")
-            verdicts.update(self._call_all([(key, prompts[key]) for key in pending], what))
-        results = [verdicts[key] for key in item_prompt]
+            work = [(key, prompts[key]) for key in pending]
+            verdicts.update(self._batch_all(work, what) if self.config.batch else self._call_all(work, what))
+        results, seen = [], set()
+        for key in item_prompt:  # a repeated prompt was judged once: its cost is counted once
+            results.append(verdicts[key] if key not in seen else dataclasses.replace(verdicts[key], usage=None))
+            seen.add(key)
         self._summarize(results, what)
         return results
 
@@ -215,6 +249,7 @@ class Judge:
         verdicts: dict[str, JudgeResult] = {}
         pool = ThreadPoolExecutor(max_workers=self.config.concurrency, thread_name_prefix="judge")
         bar = tqdm(total=len(work), desc=what, unit="item", disable=not self.progress, file=sys.stderr)
+        interrupted = False
         try:
             futures = {pool.submit(self._judge_one, client, messages): key for key, messages in work}
             # as_completed waits on every future once; wait(FIRST_COMPLETED) in a loop would hook every
@@ -225,19 +260,37 @@ class Judge:
                     bar.update(1)
                 elif not isinstance(future.exception(), Aborted):
                     raise future.exception()
+        except KeyboardInterrupt:
+            interrupted = True  # Ctrl-C or SIGTERM: the calls in flight are not waited for
+            raise
         finally:
             stop.set()  # on an error (or Ctrl-C): end retry waits, start no new call
-            pool.shutdown(wait=True, cancel_futures=True)
+            pool.shutdown(wait=not interrupted, cancel_futures=True)
+            client.close()
             bar.close()
             self.stats.calls = budget.used
             self.stats.retries = client.retries
         return verdicts
+
+    def _batches(self, kept: bool = False):
+        """The batch runner; ``kept``: its files go beside the judge's cache (a run's answers folder is removed)."""
+        from ..data.config import cache_dir
+        from .batch import BatchRunner
+
+        folder = cache_dir() / "judge" if kept or self.batch_dir is None else self.batch_dir
+        return BatchRunner(self.config, folder, self.batch_lookup, self.progress)
+
+    def _batch_all(self, work: list[tuple[str, list[dict[str, str]]]], what: str) -> dict[str, JudgeResult]:
+        from .batch import judge_in_batches
+
+        return judge_in_batches(self, self._batches(), work, what)
 
     def _summarize(self, results: list[JudgeResult], what: str) -> None:
         self.stats.scored = sum(r.scored for r in results)
         self.stats.failures = Counter(r.failure for r in results if r.failed)
         self.stats.reasks = sum(max(0, len(r.judge_outputs) - 1) for r in results)
         self.stats.cache_problem = self.cache.problem
+        self.stats.usage = summarize([r.usage for r in results], self.stats.from_cache, priced(self.config))
         if self.config.dry_run:
             return
         failures = sum(self.stats.failures.values())
@@ -245,7 +298,8 @@ class Judge:
         self._say(f"{what}: {self.stats.scored} scored, {failures} judge failure(s)"
                   + (f" ({', '.join(f'{k}: {n}' for k, n in sorted(self.stats.failures.items()))})" if failures else "")
                   + f"; {self.stats.calls} calls, {sum(self.stats.retries.values())} transport retries"
-                  + (f" ({retries})" if retries else "") + f", {self.stats.reasks} re-asks")
+                  + (f" ({retries})" if retries else "") + f", {self.stats.reasks} re-asks; "
+                  + usage_text(self.stats.usage))
         if failures:
             log.warning("%s: %d of %d items could not be scored: they are counted as judge failures (with the judge "
                         "cache on, a rerun judges only them)", what, failures, len(results))

@@ -12,10 +12,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..paths import templates_dir
-from .config import JudgeConfig, cli_flag
+from .config import JudgeConfig, how_to_set
 from .definitions import JUDGES
 from .errors import JudgeConfigError
 from .parser import PARSERS, ScoreParser
+from .records import JudgeRecord
 
 FIELDS = ("question", "response", "reference")
 _FIELD_RE = re.compile(r"\{(question|response|reference)\}")
@@ -69,7 +70,7 @@ def _parse_range(text: str) -> tuple[int, int]:
     match = re.fullmatch(r"\s*(\d+)\s*-\s*(\d+)\s*", text)
     if not match or int(match.group(1)) > int(match.group(2)):
         raise JudgeConfigError(f"The judge score range {text!r} is not LOW-HIGH with LOW <= HIGH (e.g. 1-10); "
-                               f"set it with {cli_flag('score_range')} or --metadata judge_score_range=1-10.")
+                               f"set it with {how_to_set('score_range', '1-10')}.")
     return int(match.group(1)), int(match.group(2))
 
 
@@ -102,22 +103,22 @@ def judge_setup(config: JudgeConfig) -> JudgeSetup:
     )
 
 
-def config_record(config: JudgeConfig, setup: JudgeSetup) -> dict:
+def config_record(config: JudgeConfig, setup: JudgeSetup) -> JudgeRecord:
     """What results record about the judge, for reproducibility (no key, no full URL, no path)."""
-    return {
-        "judge": config.judge if config.template is None else f"custom ({config.judge} defaults)",
-        "model": setup.model,
-        "base_url_host": config.base_url_host(),
-        "template": setup.template_name,
-        "template_sha256": setup.template_sha256,
-        "language": config.language,
-        "parser": setup.parser.name,
-        "score_range": [setup.low, setup.high],
-        "score_scale": setup.scale,
-        "system_message": setup.system_message,
-        "temperature": config.temperature,
-        "top_p": config.top_p,
-        "max_tokens": config.max_tokens,
-        "seed": config.seed,
-        "reasks": config.reasks,
-    }
+    return JudgeRecord(
+        judge=config.judge if config.template is None else f"custom ({config.judge} defaults)",
+        model=setup.model,
+        base_url_host=config.base_url_host(),
+        template=setup.template_name,
+        template_sha256=setup.template_sha256,
+        language=config.language,
+        parser=setup.parser.name,
+        score_range=[setup.low, setup.high],
+        score_scale=setup.scale,
+        system_message=setup.system_message,
+        temperature=config.temperature,
+        top_p=config.top_p,
+        max_tokens=config.max_tokens,
+        seed=config.seed,
+        reasks=config.reasks,
+    )

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 from scipy import stats
 
+from .records import JudgeRecord
 from .validation_data import GOLD, SILVER, ValidationRow
 
 JUDGE_UNDER_TEST = "judge"
@@ -73,7 +74,7 @@ def _scorer(name: str, scores: list[float | None], rows: Sequence[ValidationRow]
 
 
 def validation_report(rows: Sequence[ValidationRow], judge_scores: list[float | None] | None = None, *,
-                      source: str, judge_record: dict | None = None) -> dict:
+                      source: str, judge_record: JudgeRecord | None = None) -> dict:
     """The full report (the JSON of ``lm-eval-ext judge validate --json``; keys in docs/judge.md).
 
     ``judge_scores`` are the scores of the judge under test, one per row (None = judge failure);
@@ -93,7 +94,7 @@ def validation_report(rows: Sequence[ValidationRow], judge_scores: list[float | 
         "scorers": {name: _scorer(name, scores, rows, models) for name, scores in columns.items()},
     }
     if judge_record is not None:
-        report["judge"] = judge_record
+        report["judge"] = judge_record.to_dict()
     return report
 
 
@@ -122,8 +123,8 @@ def summary_lines(report: dict) -> list[str]:
                      f"{_fmt(gold.get('kendall'), 3):>7}{_fmt(silver.get('pearson'), 3):>10}"
                      f"{_fmt(silver.get('spearman'), 3):>7}{_fmt(silver.get('kendall'), 3):>7}{gold['n']:>6}")
     if "judge" in report:
-        judge = report["judge"]
-        lines += ["", f"judge under test: {judge['judge']} = {judge['model']} at {judge['base_url_host']} "
-                      f"(template {judge['template']}, temperature {judge['temperature']}, top-p {judge['top_p']}, "
-                      f"seed {judge['seed']})"]
+        judge = JudgeRecord.from_dict(report["judge"])
+        lines += ["", f"judge under test: {judge.judge} = {judge.model} at {judge.base_url_host} "
+                      f"(template {judge.template}, temperature {judge.temperature}, top-p {judge.top_p}, "
+                      f"seed {judge.seed})"]
     return lines

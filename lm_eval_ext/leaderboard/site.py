@@ -12,11 +12,14 @@ Pages (all relative links, so the site opens from disk through file:// and from 
 
 Records that disagree on a task's version are shown in separate tables (and separate overview
 columns), never averaged; published models count as this plugin's task versions. Partial,
-truncated and unvalidated records carry a badge. Tables sort by clicking a header (``sort.js``).
+truncated and unvalidated records carry a badge. Tables sort by a click on a header or, from the
+keyboard, Enter or Space on it (``sort.js``).
+
+The pages are the templates under ``templates/html/leaderboard/``; this module gives them data
+(:class:`Cell`, :class:`Row`, :class:`Table` and plain values), never markup.
 """
 from __future__ import annotations
 
-import html
 import json
 import math
 from dataclasses import dataclass
@@ -25,12 +28,47 @@ from pathlib import Path
 
 from .. import __version__
 from ..export.benchmarks import BENCHMARKS, Benchmark
+from ..report.pages import render
 from ..results.output import output_dir, write_bytes, write_text
 from .records import Entry
+from .validate import validation_of
 
-# the metric of each benchmark in the overview: the papers' main number
-OVERVIEW = {"lieder": "lieder_base/acc", "lost_in_the_middle": "litm_qa_20docs/acc", "magnifico": "magnifico/rel_perf",
-            "elitr_bench": "elitr_bench_qa_dev_st/score"}
+
+@dataclass(frozen=True)
+class Headline:
+    """A benchmark's column in the overview: ``metric`` of the first of ``tasks`` a model has."""
+
+    metric: str
+    tasks: tuple[str, ...]  # in order of preference; the first is the paper's headline
+    any_task: bool = False  # then any other task of the benchmark that has the metric (by name)
+
+    @property
+    def key(self) -> str:
+        """The headline's ``<task>/<metric>``."""
+        return f"{self.tasks[0]}/{self.metric}"
+
+    def task_of(self, benchmark: Benchmark, entry: Entry) -> str | None:
+        """The task whose value the entry shows in this column (None: it has none)."""
+        if found := next((t for t in self.tasks if f"{t}/{self.metric}" in entry.values), None):
+            return found
+        if not self.any_task:
+            return None
+        others = sorted(key.split("/")[0] for key in entry.values
+                        if key.endswith(f"/{self.metric}") and benchmark.owns(key.split("/")[0]))
+        return others[0] if others else None
+
+
+# The overview's column of each benchmark: the papers' main number. MAGNIFICo's paper reports rel_perf per
+# setting (Table 3: Description and Dialogue, plausible and foreign forms): a model without the magnifico
+# group's value shows the first setting it has, named in the cell.
+OVERVIEW = {
+    "lieder": Headline("acc", ("lieder_base",)),
+    "lost_in_the_middle": Headline("acc", ("litm_qa_20docs",)),
+    "magnifico": Headline("rel_perf", ("magnifico", "magnifico_description_plausible", "magnifico_description_foreign",
+                                       "magnifico_dialogue_start_plausible", "magnifico_dialogue_start_foreign"),
+                          any_task=True),
+    "elitr_bench": Headline("score", ("elitr_bench_qa_dev_st",)),
+}
 ASSETS = ("site.css", "sort.js")
 
 
@@ -43,8 +81,53 @@ class Site:
     entries: list[Entry]
 
 
-def _e(text) -> str:
-    return html.escape(str(text))
+@dataclass(frozen=True)
+class Badge:
+    """A badge after a model's name: ``kind`` (published, partial, truncated, unvalidated) and why."""
+
+    kind: str
+    title: str
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One table cell as shown; ``sort`` is what the column sorts by (None: the cell has no sort key)."""
+
+    text: str = ""
+    sort: str | None = None
+    number: bool = False
+    cls: str | None = None
+    title: str | None = None
+    href: str | None = None
+    badges: tuple[Badge, ...] = ()
+    task: str | None = None  # the task a value is of, when the column mixes tasks
+
+
+@dataclass
+class Row:
+    """A table row; ``model``: the row's model (its ``data-model``), None for rows that are not a model's."""
+
+    cells: list[Cell]
+    model: str | None = None
+    published: bool = False
+
+
+@dataclass
+class Table:
+    """A sortable table under named columns."""
+
+    columns: list[str]
+    rows: list[Row]
+    caption: str = ""
+
+
+@dataclass(frozen=True)
+class Fact:
+    """One line of a record page's list: a name and its value (``code``: JSON, shown as code)."""
+
+    name: str
+    value: object
+    code: bool = False
 
 
 def _number(value) -> str:
@@ -56,99 +139,99 @@ def _number(value) -> str:
     return f"{value:.3g}" if 0 < abs(value) < 1e-3 else f"{value:.4f}"
 
 
-def _page(title: str, body: str, depth: int = 0, subtitle: str = "") -> str:
-    up = "../" * depth
-    nav = " ".join(f'<a href="{up}{key}.html">{_e(benchmark.title)}</a>' for key, benchmark in
-                   ((b.key, b) for b in BENCHMARKS))
-    return (
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-        "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-        f"<title>{_e(title)}</title><link rel=\"icon\" href=\"data:,\">"
-        f"<link rel=\"stylesheet\" href=\"{up}assets/site.css\"><script src=\"{up}assets/sort.js\" defer></script></head>"
-        f"<body><header><nav><a href=\"{up}index.html\">Overview</a> {nav} <a href=\"{up}published.html\">Published "
-        f"results</a></nav><h1>{_e(title)}</h1>{f'<p class=meta>{_e(subtitle)}</p>' if subtitle else ''}</header>"
-        f"<main>{body}</main><footer><p class=\"meta\">Built by lm-eval-ext {_e(__version__)} from leaderboard "
-        "records (docs/leaderboard.md says how to submit one).</p></footer></body></html>\n"
-    )
+def _text(text) -> Cell:
+    return Cell(str(text), sort=str(text))
 
 
-def _badges(entry: Entry) -> str:
-    badges = []
+def _value(value, title: str | None = None, task: str | None = None) -> Cell:
+    if value is None:
+        return Cell(sort="", number=True)
+    return Cell(_number(value), sort=repr(value), number=True, title=title, task=task)
+
+
+def _reasons(record: dict) -> str:
+    return "; ".join((f"{r['task']}: " if r["task"] else "") + r["reason"] for r in record["status"]["reasons"])
+
+
+def _badges(entry: Entry) -> tuple[Badge, ...]:
     if entry.published:
-        badges.append('<span class="badge published" title="a model the paper evaluated; numbers from the paper or '
-                      'its released files (see Published results)">published</span>')
-    elif entry.record:
-        reasons = "; ".join((f"{r['task']}: " if r["task"] else "") + r["reason"] for r in entry.record["status"]["reasons"])
-        if entry.status in ("partial", "truncated"):
-            badges.append(f'<span class="badge {entry.status}" title="{_e(reasons)}">{entry.status}</span>')
-        if entry.problems:
-            badges.append(f'<span class="badge unvalidated" title="{_e("; ".join(entry.problems))}">unvalidated</span>')
-    return "".join(badges)
+        return (Badge("published", "a model the paper evaluated; numbers from the paper or its released files (see "
+                                   "Published results)"),)
+    badges = []
+    if entry.status in ("partial", "truncated"):
+        badges.append(Badge(entry.status, _reasons(entry.record)))
+    if entry.problems:
+        badges.append(Badge("unvalidated", "; ".join(entry.problems)))
+    return tuple(badges)
 
 
-def _model_cell(entry: Entry, depth: int = 0) -> str:
+def _model_cell(entry: Entry, depth: int = 0) -> Cell:
     up = "../" * depth
     href = f"{up}published.html#{entry.slug}" if entry.published else f"{up}records/{entry.slug}.html"
-    return (f'<td data-value="{_e(entry.label.lower())}"><a href="{_e(href)}">{_e(entry.label)}</a>'
-            f'{_badges(entry)}</td>')
+    return Cell(entry.label, sort=entry.label.lower(), href=href, badges=_badges(entry))
 
 
-def _value_cell(value, title: str | None = None) -> str:
-    if value is None:
-        return '<td class="num" data-value=""></td>'
-    tip = f' title="{_e(title)}"' if title else ""
-    return f'<td class="num" data-value="{value!r}"{tip}>{_e(_number(value))}</td>'
-
-
-def _table(columns: list[str], rows: list[str], caption: str = "") -> str:
-    head = "".join(f'<th scope="col"><button type="button">{_e(c)}</button></th>' for c in columns)
-    cap = f'<p class="caption">{_e(caption)}</p>' if caption else ""
-    return (f'{cap}<div class="scroll"><table class="sortable"><thead><tr>{head}</tr></thead>'
-            f'<tbody>{"".join(rows)}</tbody></table></div>')
-
-
-def _row(entry: Entry, cells: list[str], depth: int = 0) -> str:
-    cls = ' class="published"' if entry.published else ""
-    return f'<tr{cls} data-model="{_e(entry.label)}">{_model_cell(entry, depth)}{"".join(cells)}</tr>'
+def _row(entry: Entry, cells: list[Cell], depth: int = 0) -> Row:
+    return Row([_model_cell(entry, depth), *cells], model=entry.label, published=entry.published)
 
 
 def _versions(entries: list[Entry], task: str) -> list[str | None]:
     """The versions of ``task`` among the entries that have a value of it, in a fixed order."""
     found = {entry.versions.get(task) for entry in entries if any(k.startswith(f"{task}/") for k in entry.values)}
-    return sorted(found, key=lambda v: (v is None, str(v)))
+    return _ordered(found)
+
+
+def _ordered(versions) -> list[str | None]:
+    return sorted(versions, key=lambda v: (v is None, str(v)))
+
+
+def _common(title: str, depth: int = 0, subtitle: str = "") -> dict:
+    """What every page's frame (``base.html.j2``) shows."""
+    return {"title": title, "subtitle": subtitle, "up": "../" * depth, "version": __version__,
+            "benchmarks": [{"key": b.key, "title": b.title} for b in BENCHMARKS]}
 
 
 # -- overview ------------------------------------------------------------------------------
 
 
-def overview_page(entries: list[Entry]) -> str:
-    """index.html: every model, the overview metric of each benchmark (one column per task version)."""
-    columns, keys = ["model", "from"], []
+def overview_table(entries: list[Entry]) -> Table:
+    """index.html's table: every model, the overview metric of each benchmark (one column per task version)."""
+    columns, shown = ["model", "from"], []
     for benchmark in BENCHMARKS:
-        key = OVERVIEW[benchmark.key]
-        task = key.split("/")[0]
-        versions = _versions(entries, task) or [None]
+        headline = OVERVIEW[benchmark.key]
+        picked = {id(entry): (task, entry.versions.get(task)) for entry in entries
+                  if (task := headline.task_of(benchmark, entry)) is not None}
+        versions = _ordered({version for _, version in picked.values()}) or [None]
+        name = headline.key if not headline.any_task else headline.metric
         for version in versions:
-            suffix = f" (v{version})" if len(versions) > 1 else ""
-            columns.append(f"{benchmark.title}: {key}{suffix}")
-            keys.append((key, task, version))
-    rows = [_row(entry, [f'<td class="from" data-value="{_e(entry.origin)}">{_e(entry.origin)}</td>',
-                         *(_value_cell(entry.values.get(key) if entry.versions.get(task) == version else None,
-                                       entry.sources.get(key)) for key, task, version in keys)]) for entry in entries]
-    versions_note = ""
-    if len(keys) > len(BENCHMARKS):
-        versions_note = (" A task at two versions has two columns: results of different versions are never "
-                         "compared or averaged.")
-    body = (
-        "<p>One row per submitted record and per model the papers evaluated (marked <em>published</em>, numbers "
-        "from the paper or its released files). Click a column header to sort. Each model links to its record "
-        "(versions, runs, seeds, judge, date) or to the source of its numbers. Badges: <em>partial</em> (some items "
-        "not scored), <em>truncated</em> (some prompts cut to fit the model), <em>unvalidated</em> (the record "
-        "fails `lm-eval-ext leaderboard validate`; hover for why).</p>"
-        + _table(columns, rows, "Headline metric of each benchmark: "
-                 + "; ".join(f"{b.title}: {OVERVIEW[b.key]}" for b in BENCHMARKS) + "." + versions_note)
-    )
-    return body
+            columns.append(f"{benchmark.title}: {name}" + (f" (v{version})" if len(versions) > 1 else ""))
+            shown.append((headline, picked, version))
+    rows = []
+    for entry in entries:
+        cells = [Cell(entry.origin, sort=entry.origin, cls="from")]
+        for headline, picked, version in shown:
+            task, task_version = picked.get(id(entry), (None, None))
+            if task is None or task_version != version:
+                cells.append(_value(None))
+                continue
+            key = f"{task}/{headline.metric}"
+            cells.append(_value(entry.values[key], entry.sources.get(key), task if task != headline.tasks[0] else None))
+        rows.append(_row(entry, cells))
+    caption = ("Headline metric of each benchmark: "
+               + "; ".join(f"{b.title}: {_headline_text(OVERVIEW[b.key])}" for b in BENCHMARKS) + ".")
+    if len(columns) - 2 > len(BENCHMARKS):
+        caption += " A task at two versions has two columns: results of different versions are never compared or averaged."
+    return Table(columns, rows, caption)
+
+
+def _headline_text(headline: Headline) -> str:
+    return headline.key + (f" ({_fallback(headline)})" if headline.any_task else "")
+
+
+def _fallback(headline: Headline) -> str:
+    """Where the column takes a model's value from when it has no value of the headline task."""
+    return (f"else {headline.metric} of the first of {', '.join(headline.tasks[1:])} or of any other task the model "
+            "has, named under the value: another setting, so compare like with like on the benchmark's page")
 
 
 # -- one page per benchmark -------------------------------------------------------------------
@@ -156,18 +239,15 @@ def overview_page(entries: list[Entry]) -> str:
 
 def _benchmark_tasks(benchmark: Benchmark, entries: list[Entry]) -> list[str]:
     tasks = {key.split("/")[0] for entry in entries for key in entry.values if benchmark.owns(key.split("/")[0])}
-    first = OVERVIEW[benchmark.key].split("/")[0]
+    first = OVERVIEW[benchmark.key].tasks[0]
     return sorted(tasks, key=lambda t: (t != first, t))
 
 
-def benchmark_page(benchmark: Benchmark, entries: list[Entry]) -> str:
-    """<benchmark>.html: one table per task (and version) with the task's headline metrics."""
+def benchmark_data(benchmark: Benchmark, entries: list[Entry]) -> dict:
+    """What <benchmark>.html shows: one table per task (and version) with the task's headline metrics."""
     mine = [e for e in entries if (e.published and e.benchmark == benchmark.key) or
             (not e.published and any(benchmark.owns(k.split("/")[0]) for k in e.values))]
-    parts = [f"<p>The headline metric is <code>{_e(OVERVIEW[benchmark.key])}</code>; each table below is one task "
-             "with the metrics the paper reports (the breakdowns). Click a column header to sort.</p>"]
-    if not mine:
-        parts.append('<p class="note">No record or published model has results on this benchmark.</p>')
+    tasks = []
     for task in _benchmark_tasks(benchmark, mine):
         versions = _versions(mine, task)
         for version in versions:
@@ -176,22 +256,17 @@ def benchmark_page(benchmark: Benchmark, entries: list[Entry]) -> str:
             metrics = benchmark.headline(task, names)
             if not metrics:
                 continue
-            rows = [_row(e, [_value_cell(e.values.get(f"{task}/{m}"), e.sources.get(f"{task}/{m}")) for m in metrics])
+            rows = [_row(e, [_value(e.values.get(f"{task}/{m}"), e.sources.get(f"{task}/{m}")) for m in metrics])
                     for e in rows_of if any(f"{task}/{m}" in e.values for m in metrics)]
-            label = f" (version {version})" if version is not None else ""
-            parts.append(f"<h2 id=\"{_e(task)}-{_e(version)}\">{_e(task)}{_e(label)}</h2>")
-            if len(versions) > 1:
-                parts.append('<p class="note">Records of another version of this task are in a separate table: '
-                             "different versions are never compared or averaged.</p>")
-            parts.append(_table(["model", *metrics], rows))
-    if benchmark.key == "lieder":
-        parts.append(_lieder_derived(mine))
-    if benchmark.key == "elitr_bench":
-        parts.append(_judges(mine))
-    return "".join(parts)
+            tasks.append({"anchor": f"{task}-{version}", "heading": task + (f" (version {version})" if version is not None else ""),
+                          "versions_apart": len(versions) > 1, "table": Table(["model", *metrics], rows)})
+    headline = OVERVIEW[benchmark.key]
+    return {"headline": headline.key, "fallback": _fallback(headline) if headline.any_task else "", "tasks": tasks,
+            "derived": _lieder_derived(mine) if benchmark.key == "lieder" else None,
+            "judges": _judges(mine) if benchmark.key == "elitr_bench" else None}
 
 
-def _lieder_derived(entries: list[Entry]) -> str:
+def _lieder_derived(entries: list[Entry]) -> Table | None:
     columns = ["model", "acc on human families", "human acc", "novelty: base acc", "novelty: diff acc", "groups up",
                "groups down", "p two-sided", "p diff > base"]
     rows = []
@@ -202,122 +277,95 @@ def _lieder_derived(entries: list[Entry]) -> str:
         human = derived.get("human_baseline") or {}
         test = next((t for t in derived.get("novelty_test") or [] if t["metric"] == "acc" and t["scope"].startswith("pos_pos")),
                     {})
-        cells = [_value_cell((human.get("model") or {}).get("acc")), _value_cell((human.get("human") or {}).get("acc")),
-                 *(_value_cell(test.get(k)) for k in ("base_acc", "diff_acc", "groups_up", "groups_down", "p_two_sided",
-                                                      "p_diff_gt_base"))]
+        cells = [_value((human.get("model") or {}).get("acc")), _value((human.get("human") or {}).get("acc")),
+                 *(_value(test.get(k)) for k in ("base_acc", "diff_acc", "groups_up", "groups_down", "p_two_sided",
+                                                 "p_diff_gt_base"))]
         rows.append(_row(entry, cells))
     if not rows:
-        return ""
-    return ("<h2 id=\"beyond\">Beyond the paper: human baseline and novelty test</h2>"
-            + _table(columns, rows, "From each record's sample logs (benchmarks.lieder.derived): the model's "
-                     "lieder_base acc on the two sentence families humans judged, beside the humans'; the paired "
-                     "exact sign test over the 48 noun x family groups of lieder_base vs lieder_diff on the 7 "
-                     "comparisons with a pos_pos side (p one-sided for diff > base)."))
+        return None
+    return Table(columns, rows, "From each record's sample logs (benchmarks.lieder.derived): the model's lieder_base "
+                 "acc on the two sentence families humans judged, beside the humans'; the paired exact sign test over "
+                 "the 48 noun x family groups of lieder_base vs lieder_diff on the 7 comparisons with a pos_pos side "
+                 "(p one-sided for diff > base).")
 
 
-def _judges(entries: list[Entry]) -> str:
+def _judges(entries: list[Entry]) -> Table | None:
     columns = ["model", "task", "judge model", "template", "validated: Pearson r vs gold", "n"]
     rows = []
     for entry in entries:
         record = entry.record or {}
         for task, judge in sorted((record.get("judge") or {}).items()):
-            validation = next((v for v in record.get("judge_validation") or []
-                               if v["judge"]["model"] == judge.get("model")
-                               and v["judge"]["template_sha256"] == judge.get("template_sha256")), None)
-            gold = (validation or {}).get("vs_gold") or {}
-            rows.append(f'<tr>{_model_cell(entry)}<td>{_e(task)}</td><td>{_e(judge.get("model"))}</td>'
-                        f'<td>{_e(judge.get("template"))}</td>{_value_cell(gold.get("pearson"))}'
-                        f'{_value_cell(gold.get("n"))}</tr>')
+            gold = (validation_of(record, judge) or {}).get("vs_gold") or {}
+            rows.append(Row([_model_cell(entry), Cell(task), Cell(str(judge.get("model"))), Cell(str(judge.get("template"))),
+                             _value(gold.get("pearson")), _value(gold.get("n"))]))
     if not rows:
-        return ""
-    return ("<h2 id=\"judges\">Judges</h2>"
-            + _table(columns, rows, "The judge each record's tasks were scored by, and its agreement with the expert "
-                     "human scores of ELITR-Bench's validation file (empty: not validated). Scores of different "
-                     "judges are not comparable; the published models were judged by the paper's GPT-4 judge."))
+        return None
+    return Table(columns, rows, "The judge each record's tasks were scored by, and its agreement with the expert human "
+                 "scores of ELITR-Bench's validation file (empty: not validated by the same judge: endpoint host, "
+                 "model and template). Scores of different judges are not comparable; the published models were "
+                 "judged by the paper's GPT-4 judge.")
 
 
 # -- record pages and published numbers ---------------------------------------------------------
 
 
-class Markup(str):
-    """HTML that is already escaped."""
-
-
-def _dl(items: list[tuple[str, object]]) -> str:
-    return "<dl>" + "".join(f"<dt>{_e(k)}</dt><dd>{v if isinstance(v, Markup) else _e(v)}</dd>" for k, v in items) + "</dl>"
-
-
-def _json(value) -> Markup:
-    return Markup(f"<code>{_e(json.dumps(value, sort_keys=True, default=str))}</code>")
-
-
-def record_page(entry: Entry) -> str:
-    """records/<model>.html: what the record says about how its numbers were made."""
-    record = entry.record
-    status = record["status"]
-    parts = [f'<p>{_badges(entry)} <a href="{_e(entry.slug)}.json">the record (JSON)</a></p>']
-    if entry.problems:
-        parts.append('<p class="note">Unvalidated: ' + _e("; ".join(entry.problems)) + ".</p>")
-    if status["reasons"]:
-        parts.append('<p class="note">' + _e(status["partial"] and "Partial" or "Truncated") + ": " + _e("; ".join(
-            (f"{r['task']}: " if r["task"] else "") + r["reason"] for r in status["reasons"])) + ".</p>")
-    model = record["model"]
-    parts.append("<h2>Model</h2>" + _dl([("label", model["label"]), ("type", model["source"]), ("name", model["name"]),
-                                          ("arguments", _json(model["args"])), ("exported", record["exported_at"])]))
-    versions = record["versions"]
-    parts.append("<h2>Versions</h2>" + _dl([("lm-eval", versions["lm_eval"]), ("lm-eval-ext", versions["lm_eval_ext"]),
-                                             ("transformers", versions["transformers"])]))
-    parts.append(_table(["task", "version", "benchmark", "documents (effective / original)"],
-                        [f'<tr><td data-value="{_e(t)}">{_e(t)}</td><td data-value="{_e(v)}">{_e(v)}</td>'
-                         f'<td data-value="{_e(record["tasks"][t]["benchmark"])}">{_e(record["tasks"][t]["benchmark"])}</td>'
-                         f'<td>{_e(_documents(record["tasks"][t]["n_samples"]))}</td></tr>'
-                         for t, v in sorted(versions["tasks"].items())]))
-    parts.append("<h2>Runs</h2>")
-    for index, run in enumerate(record["runs"]):
-        parts.append(f"<h3>Run {index}: {_e(run['date'])}</h3>" + _dl([
-            ("tasks", " ".join(run["tasks"])), ("seeds", _json(run["seeds"])), ("--limit", run["limit"]),
-            ("generation", _json(run["gen_kwargs"])), ("chat template", run["apply_chat_template"]),
-            ("harness", run["lm_eval_version"]), ("results file sha256", run["results_sha256"])]))
-    if record["judge"]:
-        parts.append("<h2>Judge</h2>" + _dl([(task, _json({k: judge.get(k) for k in ("judge", "model", "base_url_host",
-                                                                                     "template", "template_sha256",
-                                                                                     "temperature", "top_p", "seed")}))
-                                             for task, judge in sorted(record["judge"].items())]))
-        for validation in record["judge_validation"] or []:
-            parts.append("<h3>Judge validation</h3>" + _dl([
-                ("judge", _json(validation["judge"])), ("file", validation["source"]),
-                ("scored", f"{validation['n_scored']} of {validation['n_items']}"),
-                ("vs gold humans", _json(validation["vs_gold"])), ("vs silver humans", _json(validation["vs_silver"]))]))
-    for key, benchmark in record["benchmarks"].items():
-        if benchmark.get("seeds"):
-            parts.append(f"<h2>Seeds: {_e(benchmark['title'])}</h2>" + _table(
-                ["metric", "mean", "sd", "n", "seeds"],
-                [f'<tr><td data-value="{_e(m)}">{_e(m)}</td>{_value_cell(s["mean"])}{_value_cell(s["sd"])}'
-                 f'{_value_cell(s["n"])}<td>{_e(" ".join(map(str, s["seeds"])))}</td></tr>'
-                 for m, s in benchmark["seeds"].items()]))
-    parts.append("<h2>Data</h2>" + _dl([(name, f"{d['source']} (registry sha256 {d['registry_sha256']})")
-                                         for name, d in record["data"]["datasets"].items()]))
-    return "".join(parts)
+def _json(value) -> str:
+    return json.dumps(value, sort_keys=True, default=str)
 
 
 def _documents(counts) -> str:
     return "" if not counts else f"{counts['effective']} / {counts['original']}"
 
 
-def published_page(entries: list[Entry]) -> str:
-    """published.html: every published number, by model, with its source."""
-    parts = ["<p>The models each paper evaluated, with the numbers the authors published, each naming its source: "
-             "a table of the paper, or a released file at a pinned commit (read and checked by the data layer). "
-             "LIEDER and ELITR-Bench values are computed from the released per-item files with the tasks' own "
-             "definitions; Lost in the Middle and MAGNIFICo values are transcribed from the papers' tables. "
-             "MAGNIFICo's paper gives every other result as bar charts only.</p>"]
+def record_data(entry: Entry) -> dict:
+    """What records/<model>.html shows: how the record's numbers were made."""
+    record = entry.record
+    status = record["status"]
+    model, versions = record["model"], record["versions"]
+    judges = [Fact(task, _json({k: judge.get(k) for k in ("judge", "model", "base_url_host", "template", "template_sha256",
+                                                           "temperature", "top_p", "seed")}), code=True)
+              for task, judge in sorted((record["judge"] or {}).items())]
+    return {
+        "badges": _badges(entry), "json_href": f"{entry.slug}.json", "problems": "; ".join(entry.problems),
+        "status": ("Partial" if status["partial"] else "Truncated") + ": " + _reasons(record) if status["reasons"] else "",
+        "model": [Fact("label", model["label"]), Fact("type", model["source"]), Fact("name", model["name"]),
+                  Fact("arguments", _json(model["args"]), code=True), Fact("exported", record["exported_at"])],
+        "versions": [Fact("lm-eval", versions["lm_eval"]), Fact("lm-eval-ext", versions["lm_eval_ext"]),
+                     Fact("transformers", versions["transformers"])],
+        "tasks": Table(["task", "version", "benchmark", "documents (effective / original)"],
+                       [Row([_text(t), _text(v), _text(record["tasks"][t]["benchmark"]),
+                             Cell(_documents(record["tasks"][t]["n_samples"]))])
+                        for t, v in sorted(versions["tasks"].items())]),
+        "runs": [{"date": run["date"], "facts": [
+            Fact("tasks", " ".join(run["tasks"])), Fact("seeds", _json(run["seeds"]), code=True),
+            Fact("--limit", run["limit"]), Fact("generation", _json(run["gen_kwargs"]), code=True),
+            Fact("chat template", run["apply_chat_template"]), Fact("harness", run["lm_eval_version"]),
+            Fact("results file sha256", run["results_sha256"])]} for run in record["runs"]],
+        "judges": judges,
+        "validations": [[Fact("judge", _json(v["judge"]), code=True), Fact("file", v["source"]),
+                         Fact("scored", f"{v['n_scored']} of {v['n_items']}"),
+                         Fact("vs gold humans", _json(v["vs_gold"]), code=True),
+                         Fact("vs silver humans", _json(v["vs_silver"]), code=True)]
+                        for v in record["judge_validation"] or []],
+        "seed_tables": [{"title": benchmark["title"], "table": Table(
+            ["metric", "mean", "sd", "n", "seeds"],
+            [Row([_text(m), _value(s["mean"]), _value(s["sd"]), _value(s["n"]), Cell(" ".join(map(str, s["seeds"])))])
+             for m, s in benchmark["seeds"].items()])}
+            for benchmark in record["benchmarks"].values() if benchmark.get("seeds")],
+        "data": [Fact(name, f"{d['source']} (registry sha256 {d['registry_sha256']})")
+                 for name, d in record["data"]["datasets"].items()],
+    }
+
+
+def published_data(entries: list[Entry]) -> dict:
+    """What published.html shows: every published number, by model, with its source."""
+    models = []
     for entry in (e for e in entries if e.published):
         benchmark = next(b for b in BENCHMARKS if b.key == entry.benchmark)
-        rows = [f'<tr><td data-value="{_e(k)}">{_e(k)}</td>{_value_cell(v)}<td>{_e(entry.sources.get(k, ""))}</td></tr>'
-                for k, v in entry.values.items()]
-        parts.append(f'<h2 id="{_e(entry.slug)}">{_e(entry.label)} <span class="meta">{_e(benchmark.title)}</span></h2>'
-                     + _table(["task/metric", "value", "source"], rows))
-    return "".join(parts)
+        rows = [Row([_text(k), _value(v), Cell(entry.sources.get(k, ""))]) for k, v in entry.values.items()]
+        models.append({"anchor": entry.slug, "label": entry.label, "benchmark": benchmark.title,
+                       "table": Table(["task/metric", "value", "source"], rows)})
+    return {"models": models}
 
 
 # -- building -----------------------------------------------------------------------------------
@@ -329,16 +377,18 @@ def write_site(entries: list[Entry], out: str | Path, title: str, notes: list[st
     for name in ASSETS:
         write_bytes(out / "assets" / name, resources.files(__package__).joinpath("assets", name).read_bytes())
     records = [e for e in entries if not e.published]
-    subtitle = (f"{len(records)} record(s), {sum(e.published for e in entries)} published model(s).")
-    note_html = "".join(f'<p class="note">{_e(n)}</p>' for n in notes)
-    pages = [write_text(out / "index.html", _page(title, note_html + overview_page(entries), subtitle=subtitle))]
+    subtitle = f"{len(records)} record(s), {sum(e.published for e in entries)} published model(s)."
+    pages = [write_text(out / "index.html", render("leaderboard/overview.html.j2", **_common(title, subtitle=subtitle),
+                                                   notes=notes, overview=overview_table(entries)))]
     for benchmark in BENCHMARKS:
-        pages.append(write_text(out / f"{benchmark.key}.html",
-                                _page(f"{title}: {benchmark.title}", benchmark_page(benchmark, entries))))
-    pages.append(write_text(out / "published.html", _page(f"{title}: published results", published_page(entries))))
+        pages.append(write_text(out / f"{benchmark.key}.html", render(
+            "leaderboard/benchmark.html.j2", **_common(f"{title}: {benchmark.title}"), **benchmark_data(benchmark, entries))))
+    pages.append(write_text(out / "published.html", render("leaderboard/published.html.j2",
+                                                           **_common(f"{title}: published results"), **published_data(entries))))
     for entry in records:
-        pages.append(write_text(out / "records" / f"{entry.slug}.html",
-                                _page(f"{entry.label}", record_page(entry), depth=1,
-                                      subtitle=f"leaderboard record, exported {entry.record['exported_at']}")))
+        pages.append(write_text(out / "records" / f"{entry.slug}.html", render(
+            "leaderboard/record.html.j2", **_common(entry.label, depth=1,
+                                                    subtitle=f"leaderboard record, exported {entry.record['exported_at']}"),
+            **record_data(entry))))
         write_text(out / "records" / f"{entry.slug}.json", json.dumps(entry.record, indent=2, ensure_ascii=False) + "\n")
     return Site(pages[0], pages, entries)

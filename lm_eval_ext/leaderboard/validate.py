@@ -9,14 +9,16 @@ A record passes when:
    scored, items skipped or excluded, judge failures, ``--limit``) with the same rules as the
    export (:func:`lm_eval_ext.results.status.status_of`), and must match ``status``;
 4. every ELITR-Bench task was scored by a validated judge: the record's ``judge_validation``
-   holds a ``lm-eval-ext judge validate`` report of the same judge model and template, made on
-   the published validation file.
+   holds a ``lm-eval-ext judge validate`` report of the same judge (endpoint host, model and
+   template sha256), made on the published validation file, with every correlation with the
+   human scores computed (a null one means too few items scored, or scores that never vary).
 """
 from __future__ import annotations
 
 from functools import lru_cache
 
 from ..export.judge_validation import validates
+from ..judge.records import JudgeRecord
 from ..export.schema import schema_problems
 from ..results.status import status_of
 
@@ -67,6 +69,22 @@ def _status_problems(record: dict) -> list[str]:
     return problems
 
 
+# the correlations a judge validation must have, against each set of human scores
+CORRELATIONS = tuple(f"{humans}.{name}" for humans in ("vs_gold", "vs_silver") for name in ("pearson", "spearman", "kendall"))
+
+
+def validation_of(record: dict, judge: dict) -> dict | None:
+    """The record's validation of ``judge`` (a task's judge record): same endpoint host, model and template, made
+    on the published validation file; None when it has none."""
+    ours = JudgeRecord.from_dict(judge)
+    return next((entry for entry in record.get("judge_validation") or [] if validates(entry, ours)), None)
+
+
+def _judge_text(judge: dict) -> str:
+    return (f"{judge.get('model')} at {judge.get('base_url_host')} "
+            f"(template sha256 {str(judge.get('template_sha256'))[:12]}...)")
+
+
 def _judge_problems(record: dict) -> list[str]:
     judged = {task: judge for task, judge in (record.get("judge") or {}).items()
               if record["tasks"].get(task, {}).get("benchmark") == "elitr_bench"}
@@ -75,10 +93,23 @@ def _judge_problems(record: dict) -> list[str]:
     problems = [f"{task} has no judge record" for task in unscored]
     validations = record.get("judge_validation") or []
     for task, judge in sorted(judged.items()):
-        if not any(validates(entry, judge) for entry in validations):
+        validation = validation_of(record, judge)
+        if validation is None:
+            others = "; ".join(dict.fromkeys(_judge_text(entry["judge"]) for entry in validations))
             problems.append(f"{task} was scored by judge {judge.get('model')} (template {judge.get('template')}), "
-                            "which the record shows no validation of: run `lm-eval-ext judge validate` with that judge "
+                            "which the record shows no validation of"
+                            + (f" (it was scored by {_judge_text(judge)}; the record validates {others})" if others
+                               else "")
+                            + ": run `lm-eval-ext judge validate` with that judge (same endpoint, model and template) "
                             "and export with --judge-validation validation.json")
+            continue
+        missing = [name for name in CORRELATIONS
+                   if validation[name.split(".")[0]].get(name.split(".")[1]) is None]
+        if missing:
+            problems.append(f"{task}: the validation of judge {judge.get('model')} has no {', '.join(missing)} "
+                            f"({validation['n_scored']} of {validation['n_items']} items scored; a correlation is "
+                            "missing when too few items were scored or the scores never vary): run `lm-eval-ext judge "
+                            "validate` again until every item is scored, and export with the new validation.json")
     return problems
 
 

@@ -105,8 +105,7 @@ def read_lexicon(path: str | Path) -> list[dict]:
     return lexicon
 
 
-def write_stimuli(lexicon: list[dict], stimulus_set: str, out: str | Path) -> int:
-    """Write the generated set as JSONL (the published files' formatting); returns the row count."""
+def stimuli_jsonl(lexicon: list[dict], stimulus_set: str) -> tuple[str, int]:
+    """The generated set as JSONL (the published files' formatting), and its row count."""
     rows = list(generate(lexicon, stimulus_set))
-    Path(out).write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
-    return len(rows)
+    return "".join(json.dumps(row) + "\n" for row in rows), len(rows)

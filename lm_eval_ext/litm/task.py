@@ -19,7 +19,7 @@ import datasets
 from lm_eval.api.metrics import mean
 
 from .. import sweeps
-from ..prompt_length import LengthBudget, Verdict, resolve_budget
+from ..prompt_length import LengthBudget, Verdict, require_prompts_left, resolve_budget
 from ..task_base import ExtTask
 from .contexts import kv_context, qa_context
 from .docs import LitmData, load
@@ -30,6 +30,10 @@ from .scoring import best_subspan_em, first_line, kv_correct
 log = logging.getLogger(__name__)
 
 LENGTH_METRICS = ("prompts_skipped", "prompts_truncated")
+REMEDIES = ("What would help: a model with a longer context (and max_length=N in --model_args, up to what the model "
+            "supports), a task with shorter prompts (fewer documents or keys: litm_qa_10docs, litm_kv_75keys, or "
+            "litm_qa_oracle), or --metadata litm_too_long=truncate to send them anyway, cut at the start by the model "
+            "adapter (scored and counted in prompts_truncated: not the published prompts).")
 SWEEP_METRICS = ("acc_gap", "acc_middle_drop")
 
 
@@ -103,6 +107,8 @@ class LitmTask(ExtTask):
                 self.withhold(instance)
         self.record_run_info(prompt_length=f"{self.budget.describe()}; too long: {self.setup.too_long}")
         too_long = [i.doc for i, v in zip(instances, verdicts) if not v.fits]
+        if self.setup.too_long == "skip":
+            require_prompts_left(self.setup.task, len(too_long), len(instances), self.budget, REMEDIES)
         if too_long:
             by_position = Counter(doc.get("gold_position") for doc in too_long)
             where = ", ".join(f"position {p}: {n}" for p, n in sorted(by_position.items()) if p is not None)

@@ -1,10 +1,15 @@
 """Executing gold and predicted queries in the sandbox, and the harness filter that does it in bulk.
 
-Options (``--metadata``): ``timeout``, ``max_rows``, ``workers``, ``comparison`` (``authors`` |
-``testsuite``); :func:`execution_options` reads them.
+Options (``--metadata``): ``budget`` (SQLite instructions per query), ``timeout`` (the wall-clock
+backstop), ``max_rows``, ``workers``, ``comparison`` (``authors`` | ``testsuite``);
+:func:`execution_options` reads them.
 
-Each distinct gold query is executed once per database for the whole process (a cache
-shared by all tasks); predictions are executed in parallel worker processes
+What decides whether a query runs to its end is the instruction budget, which counts the same on a
+busy machine as on an idle one: no item and no score depends on the machine's load. Each distinct gold
+query is executed once per database for the whole process (a cache shared by all tasks); one that
+exhausts its budget is run again with ``GOLD_RETRY_FACTOR`` times the budget (and backstop), and if it
+still does not finish, its items are left out and counted as ``gold_budget``, apart from the gold
+queries that fail (``gold_error``); predictions are executed in parallel worker processes
 (:class:`~lm_eval_ext.sql.SandboxPool`) when the harness applies the task's filter,
 which sees every response of the task at once. Each prediction goes to its worker with the
 gold rows and is compared there: only the verdict comes back, so the memory of this process
@@ -22,7 +27,7 @@ from __future__ import annotations
 
 import json
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from ..errors import UserError
@@ -31,6 +36,7 @@ from ..task_base import RunAwareFilter
 from .replies import reply_query
 
 REPLY_FORMATS = ("completion", "chat")
+GOLD_RETRY_FACTOR = 10
 
 
 class ExecutionOptionError(UserError):
@@ -41,7 +47,8 @@ class ExecutionOptionError(UserError):
 class ExecutionOptions:
     """How queries are run and compared (``--metadata`` keys of the same names)."""
 
-    timeout: float = 5.0
+    budget: int = Limits.budget
+    timeout: float = Limits.timeout
     max_rows: int = 100_000
     workers: int | None = None
     comparison: str = "authors"
@@ -50,14 +57,17 @@ class ExecutionOptions:
         if self.comparison not in COMPARISONS:
             raise ExecutionOptionError(f"Unknown comparison {self.comparison!r} (--metadata comparison=...); "
                                        f"use one of {', '.join(COMPARISONS)}.")
-        if not self.timeout > 0 or self.max_rows < 1 or (self.workers is not None and self.workers < 1):
-            raise ExecutionOptionError("--metadata timeout must be > 0 seconds, max_rows and workers at least 1 "
-                                       f"(got timeout={self.timeout}, max_rows={self.max_rows}, workers={self.workers}).")
+        if (not self.timeout > 0 or self.budget < Limits.check_every or self.max_rows < 1
+                or (self.workers is not None and self.workers < 1)):
+            raise ExecutionOptionError(
+                f"--metadata budget must be at least {Limits.check_every} SQLite instructions, timeout > 0 seconds, "
+                f"max_rows and workers at least 1 (got budget={self.budget}, timeout={self.timeout}, "
+                f"max_rows={self.max_rows}, workers={self.workers}).")
 
     @property
     def limits(self) -> Limits:
         """The sandbox limits these options give."""
-        return Limits(timeout=float(self.timeout), max_rows=int(self.max_rows))
+        return Limits(budget=int(self.budget), timeout=float(self.timeout), max_rows=int(self.max_rows))
 
 
 def execution_options(metadata: dict) -> ExecutionOptions:
@@ -69,7 +79,8 @@ def execution_options(metadata: dict) -> ExecutionOptions:
         except (TypeError, ValueError):
             raise ExecutionOptionError(f"--metadata {key}={value!r} is not a valid {kind.__name__}.") from None
 
-    return ExecutionOptions(timeout=number("timeout", float, 5.0), max_rows=number("max_rows", int, 100_000),
+    return ExecutionOptions(budget=number("budget", int, Limits.budget), timeout=number("timeout", float, Limits.timeout),
+                            max_rows=number("max_rows", int, 100_000),
                             workers=number("workers", int, None), comparison=str(metadata.get("comparison", "authors")))
 
 
@@ -79,6 +90,11 @@ def database_path(db_id: str) -> str:
     from ..data import spider_database_path
 
     return str(spider_database_path(db_id))
+
+
+def gold_out_of_budget(result: QueryResult) -> bool:
+    """Whether a gold query failed only because it was stopped (budget or backstop), not by an error."""
+    return not result.ok and (result.out_of_budget or result.timed_out)
 
 
 def exact_match(pred: str, gold: str) -> int:
@@ -103,11 +119,23 @@ class Scorer:
         return shared_pool(self.limits, self.options.workers)
 
     def gold_results(self, queries: list[tuple[str, str]]) -> list[QueryResult]:
-        """Results of ``(db_path, gold_sql)`` queries, each distinct one executed once per process."""
+        """Results of ``(db_path, gold_sql)`` queries, each distinct one executed once per process.
+
+        A gold query stopped by its budget (or the backstop) is run again with ``GOLD_RETRY_FACTOR``
+        times both; its result then says whether it finished (:func:`gold_out_of_budget`).
+        """
         with _GOLD_LOCK:
             missing = list(dict.fromkeys(q for q in queries if (self.limits, *q) not in _GOLD))
             if missing:
-                for query, result in zip(missing, self.pool.run(missing)):
+                results = self.pool.run(missing)
+                stopped = [i for i, result in enumerate(results) if gold_out_of_budget(result)]
+                if stopped:
+                    larger = replace(self.limits, budget=self.limits.budget * GOLD_RETRY_FACTOR,
+                                     timeout=self.limits.timeout * GOLD_RETRY_FACTOR)
+                    again = shared_pool(larger, self.options.workers).run([missing[i] for i in stopped])
+                    for i, result in zip(stopped, again):
+                        results[i] = result
+                for query, result in zip(missing, results):
                     _GOLD[(self.limits, *query)] = result
             return [_GOLD[(self.limits, *q)] for q in queries]
 

@@ -36,7 +36,7 @@ from ..prompt_length import resolve_budget
 from ..task_base import ExtTask
 from .chat import chat_generation_kwargs, chat_messages
 from .documents import Setting, build_documents
-from .execution import Scorer, database_path, execution_options
+from .execution import GOLD_RETRY_FACTOR, Scorer, database_path, execution_options, gold_out_of_budget
 from .interpretations import CATEGORIES
 from .prompts import PromptBuilder
 from .schema import SchemaBlocks
@@ -73,7 +73,9 @@ def split_scorable(docs: list[dict], scorer: Scorer) -> tuple[list[dict], dict[s
             missing[doc["db_id"]] += 1
     golds = scorer.gold_results([(database_path(d["db_id"]), d["gold"]) for d in present])
     kept = [doc for doc, gold in zip(present, golds) if gold.ok]
-    return kept, {"db_missing": sum(missing.values()), "gold_error": len(present) - len(kept)}, missing
+    over_budget = sum(gold_out_of_budget(gold) for gold in golds)
+    return kept, {"db_missing": sum(missing.values()), "gold_error": len(present) - len(kept) - over_budget,
+                  "gold_budget": over_budget}, missing
 
 
 def _key(doc: dict) -> tuple:
@@ -109,13 +111,15 @@ class MagnificoTask(ExtTask):
         kept, excluded, missing = split_scorable(docs, Scorer(execution_options(metadata)))
         databases = ", ".join(f"{db} x{n}" for db, n in sorted(missing.items())) or "none"
         message = (f"{self.config.task}: scoring {len(kept)} of {len(docs)} items; left out {excluded['db_missing']} "
-                   f"whose Spider database is missing ({databases}) and {excluded['gold_error']} whose gold query "
-                   "does not execute")
+                   f"whose Spider database is missing ({databases}), {excluded['gold_error']} whose gold query "
+                   f"does not execute and {excluded['gold_budget']} whose gold query does not finish within "
+                   f"{GOLD_RETRY_FACTOR} x its budget (--metadata budget)")
         (logger.warning if len(kept) < len(docs) else logger.info)(message)
         if not kept:
             raise UserError(f"Task {self.config.task}: no item left to score ({len(docs)} items, "
                             f"{excluded['db_missing']} with a missing database, "
-                            f"{excluded['gold_error']} whose gold query fails).")
+                            f"{excluded['gold_error']} whose gold query fails, {excluded['gold_budget']} whose gold "
+                            "query does not finish within its budget).")
         self.record_run_info(excluded={**excluded, "items": len(docs), "missing_databases": dict(sorted(missing.items()))})
         self.dataset = datasets.DatasetDict({"test": datasets.Dataset.from_list(kept)})
 

@@ -1,11 +1,14 @@
 """``ext-replay``: a harness model that answers every request from a run's saved answers (lm_eval_ext.answers).
 
-``lm-eval-ext resume DIR`` runs the saved run's command again with ``--model ext-replay
---model_args answers=DIR``: generation is not repeated, only scoring. A request is matched to
-its saved response by task, document and request index; one without a saved response is an
-error (the run being resumed did not ask it). The results record the original model: its name
-and arguments (from the saved command) replace the replay model's in the results' ``config``,
-with ``resumed_from`` naming the directory.
+``lm-eval-ext resume DIR`` runs the saved run's command again with ``--model ext-replay`` and
+``--model_args`` holding ``answers=DIR``, ``replayed_model=<the run's --model>`` and every one of
+the run's own model arguments, which this model accepts and ignores: the harness then names the
+resumed run as it named the original (``model_name`` and the results folder come from
+``pretrained=``, ``model=``, ...), the tasks get the same ``--metadata`` (context length, tokenizer),
+and the results' ``config`` records the original model and arguments with ``resumed_from`` naming
+``DIR``. Generation is not repeated, only scoring. A request is matched to its saved response by
+task, document and request index; one without a saved response is an error (the run being resumed
+did not ask it).
 """
 from __future__ import annotations
 
@@ -14,18 +17,20 @@ from lm_eval.api.model import LM
 from ..answers import SavedAnswersError, load
 
 NAME = "ext-replay"
+# this model's own arguments; every other model argument is the replayed model's
+OWN_ARGS = ("answers", "replayed_model")
 
 
 class ReplayLM(LM):
     """Answers from saved responses (module docstring)."""
 
-    def __init__(self, answers: str, batch_size=None, max_batch_size=None, device=None) -> None:
+    def __init__(self, answers: str, replayed_model: str | None = None, batch_size=None, max_batch_size=None,
+                 device=None, **replayed_args) -> None:
         super().__init__()
         self.saved = load(answers)
-        args = self.saved.run_args()
         self.original = {"resumed_from": str(self.saved.folder)}
-        if args is not None:
-            self.original |= {"model": args.model, "model_args": args.model_args or {}}
+        if replayed_model is not None:
+            self.original |= {"model": replayed_model, "model_args": replayed_args}
 
     def _answer(self, request):
         try:
@@ -55,5 +60,5 @@ class ReplayLM(LM):
         return [self._answer(r) for r in requests]
 
     def get_model_info(self) -> dict:
-        """The original model's name and arguments, and where its answers were replayed from."""
+        """The replayed model's name and arguments (when given), and where its answers were replayed from."""
         return dict(self.original)

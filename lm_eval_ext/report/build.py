@@ -15,7 +15,7 @@ from ..results.load import Model, load_models
 from ..results.output import output_dir, write_text
 from ..results.status import run_status
 from .blocks import Figure, Note, Section, Table
-from .html import render_page, render_section
+from .html import render_page, section_data
 from .sections import SECTIONS, runs
 from .write import write_figure, write_table
 
@@ -85,7 +85,7 @@ def build_report(sources: list[str], out: str | Path, title: str | None = None, 
             elif isinstance(block, Table):
                 files[id(block)] = path = write_table(block, out)
                 report.tables.append(path)
-        rendered.append((section.key, section.title, render_section(section, files, out)))
+        rendered.append(section_data(section, files, out))
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     subtitle = (f"{len(models)} model(s): {', '.join(m.label for m in models)}. "
                 f"{'Published models drawn beside them (grey).' if published else 'Published models not shown.'} "

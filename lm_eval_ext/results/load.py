@@ -16,6 +16,7 @@ from functools import cached_property
 from pathlib import Path
 
 from ..errors import UserError
+from ..judge.records import JudgeRecord, JudgeRecordError
 
 # The harness's date id: datetime.now().isoformat() with ':' replaced by '-'.
 _DATE_ID = re.compile(r"_(\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(?:\.\d+)?)$")
@@ -88,9 +89,28 @@ class Run:
     def model_source(self) -> str:
         """The harness model type (``hf``, ``vllm``, ``local-chat-completions``, ...).
 
-        In results of earlier versions' multi-turn wrapper (:data:`_INNER`), the type is the inner model's.
+        In results of earlier versions' multi-turn wrapper (:data:`_INNER`), the type is the inner model's; in a
+        resumed run's (:attr:`resumed_from`), the replayed model's, which its ``config`` records.
         """
+        if self.resumed_from:
+            return str(self.config.get("model") or "unknown")
         return str(self.model_args.get(_INNER) or self.data.get("model_source") or self.config.get("model") or "unknown")
+
+    @property
+    def resumed_from(self) -> str | None:
+        """The saved answers a resumed run (``lm-eval-ext resume``) scored again, None for a run that generated them."""
+        return self.config.get("resumed_from")
+
+    def verdicts_from_cache(self) -> dict[str, int]:
+        """Per judged task, how many of its answers' judge verdicts came from the judge's cache
+        (``configs.<task>.metadata.judge.run.from_cache``)."""
+        found = {}
+        for task, config in (self.data.get("configs") or {}).items():
+            judged = ((config or {}).get("metadata") or {}).get("judge") or {}
+            count = (judged.get("run") or {}).get("from_cache") if isinstance(judged, dict) else None
+            if isinstance(count, int):
+                found[task] = count
+        return found
 
     @property
     def model_key(self) -> str:
@@ -165,7 +185,7 @@ class Run:
             if number is not None and not name.split(",")[0].endswith("_stderr"):
                 values[name] = number
         excluded = (((self.data.get("configs") or {}).get(task) or {}).get("metadata") or {}).get("excluded") or {}
-        for reason in ("db_missing", "gold_error"):
+        for reason in ("db_missing", "gold_error", "gold_budget"):
             if isinstance(excluded.get(reason), (int, float)):
                 values[f"excluded_{reason}"] = excluded[reason]
         return values
@@ -190,6 +210,19 @@ class Run:
     def task_config(self, task: str) -> dict:
         """The task's resolved config as the harness recorded it (empty for groups)."""
         return (self.data.get("configs") or {}).get(task) or {}
+
+    def judge_record(self, task: str) -> JudgeRecord | None:
+        """The judge that scored ``task``, as the task recorded it (``configs.<task>.metadata.judge``); None when
+        the task was not judged."""
+        data = (self.task_config(task).get("metadata") or {}).get("judge")
+        if data is None:
+            return None
+        try:
+            return JudgeRecord.from_dict(data)
+        except JudgeRecordError as err:
+            raise ResultsError(f"{self.path}: the judge record of {task} (configs.{task}.metadata.judge) cannot be "
+                               f"read: {err}. The file was changed after the run or is damaged; run the task "
+                               "again.") from None
 
     def samples_path(self, task: str) -> Path | None:
         """The task's sample log, if the run was made with ``--log_samples``."""
@@ -230,7 +263,7 @@ class Model:
         return [run for run in self.runs if task in run.tasks]
 
     def latest(self, task: str) -> Run | None:
-        """The newest run with results for ``task`` (the one a report shows)."""
+        """The newest run with results for ``task`` (a report shows the most complete: ``results.status.shown_run``)."""
         runs = self.runs_with(task)
         return runs[-1] if runs else None
 

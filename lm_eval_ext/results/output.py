@@ -1,8 +1,8 @@
 """Writing the files made from results (report pages, figures, tables, records, sites).
 
-Every file is written atomically (a temp file beside it, then a rename: the data layer's
-:func:`~lm_eval_ext.data.download.atomic_write_bytes`), so that an interrupted or failed write
-never leaves a half-written file under the final name. A write the system refuses (read-only
+Every file is written atomically (:mod:`lm_eval_ext.atomic_write`: a temp file beside it, then a
+rename), so that an interrupted or failed write never leaves a half-written file under the final
+name, with the mode the user's umask gives new files. A write the system refuses (read-only
 or full disk, a file where a directory should be, no permission) is an :class:`OutputError`:
 one paragraph naming the path and what to do, never a traceback.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..data.download import atomic_write_bytes
+from ..atomic_write import atomic_write_bytes
 from ..errors import UserError
 
 

@@ -4,7 +4,8 @@ A run is **partial** when some items were not scored: ``--limit`` was set, a tas
 documents than it has (``n-samples.effective < original``: ``--limit`` or ``--samples``), the run was
 ``--predict_only`` (its metrics are the harness's ``bypass`` placeholder), or a task counted items
 it could not score (``prompts_skipped``: prompts too long for the model; ``excluded_db_missing``,
-``excluded_gold_error``: MAGNIFICo items without a usable database or gold query, recorded in the
+``excluded_gold_error``, ``excluded_gold_budget``: MAGNIFICo items without a usable database or gold
+query (one that fails, one that does not finish within its instruction budget), recorded in the
 task's metadata and read with its metrics by :meth:`Run.metrics`;
 ``judge_failures``: answers the judge could not score). A run is **truncated** when prompts were
 cut to fit the model and scored anyway (``prompts_truncated``): complete, but not the published
@@ -15,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from .load import Run
+from .load import Model, Run
 
 PARTIAL = "partial"
 TRUNCATED = "truncated"
@@ -24,6 +25,7 @@ COUNTS = (
     ("prompts_skipped", PARTIAL, "prompt(s) skipped as too long for the model"),
     ("excluded_db_missing", PARTIAL, "item(s) excluded: their Spider database is missing"),
     ("excluded_gold_error", PARTIAL, "item(s) excluded: their gold query fails"),
+    ("excluded_gold_budget", PARTIAL, "item(s) excluded: their gold query does not finish within its budget"),
     ("judge_failures", PARTIAL, "answer(s) the judge could not score"),
     ("prompts_truncated", TRUNCATED, "prompt(s) truncated to fit the model (scored, but not the published prompt)"),
 )
@@ -113,3 +115,31 @@ def run_status(run: Run, tasks: Iterable[str] | None = None) -> Status:
         names = {key.split(",")[0]: None for key in results.get(task, {}) if "," in key}
         entries[task] = ((run.data.get("n-samples") or {}).get(task), {**names, **run.metrics(task)})
     return status_of(run.config.get("limit"), entries)
+
+
+def documents_scored(run: Run, task: str) -> int | None:
+    """How many documents of ``task`` the run scored: the harness's effective count (a group: its subtasks'),
+    less the items the task counted as not scored (prompts skipped, items excluded, judge failures); None when
+    the results file does not say."""
+    subtasks = (run.data.get("group_subtasks") or {}).get(task)
+    if subtasks:
+        counts = [documents_scored(run, subtask) for subtask in subtasks]
+        return None if None in counts else sum(counts)
+    effective = ((run.data.get("n-samples") or {}).get(task) or {}).get("effective")
+    if not isinstance(effective, int):
+        return None
+    metrics = run.metrics(task)
+    return effective - int(sum(metrics.get(name) or 0 for name, kind, _ in COUNTS if kind == PARTIAL))
+
+
+def most_complete(runs: list[Run], task: str) -> Run | None:
+    """The run (of ``runs``, oldest first) a report shows for ``task``: the one that scored the most documents,
+    the newest of equals."""
+    if not runs:
+        return None
+    return max(reversed(runs), key=lambda run: documents_scored(run, task) or -1)
+
+
+def shown_run(model: Model, task: str) -> Run | None:
+    """The model's run a report shows for ``task`` (:func:`most_complete` of the runs that have it)."""
+    return most_complete(model.runs_with(task), task)

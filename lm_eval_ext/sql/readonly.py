@@ -7,8 +7,10 @@ INSERT/UPDATE/DELETE/DDL, ATTACH, PRAGMA, transactions, VACUUM, and none of the
 :data:`DENIED_FUNCTIONS`: ``load_extension``, ``fts3_tokenizer`` and the others that reach
 outside the query or handle memory addresses);
 ``SQLITE_LIMIT_ATTACHED`` = 0. Temporary storage stays in memory, so a large sort
-writes no temp file either. Time is bounded by a progress handler; rows and bytes
-fetched are bounded while fetching.
+writes no temp file either. Work is bounded by a progress handler that counts SQLite's
+virtual-machine instructions (the same count for the same query and database on any machine,
+busy or idle), with a generous wall-clock backstop; rows and bytes fetched are bounded while
+fetching.
 """
 from __future__ import annotations
 
@@ -26,7 +28,11 @@ from urllib.parse import quote
 class Limits:
     """Bounds on one query.
 
-    ``timeout``: seconds from the start of execution to the last row fetched.
+    ``budget``: SQLite virtual-machine instructions one query may execute, fetching included
+    (counted by the progress handler every ``check_every`` instructions): the bound that decides,
+    the same on a busy machine as on an idle one. ``timeout``: a wall-clock backstop, seconds from
+    the start of execution to the last row fetched, far above what the budget takes under normal
+    load (it catches what the instruction count cannot see, such as a slow disk).
     ``max_rows``: a result with more rows is an error (the comparison could not use
     it anyway: a gold result is never larger). ``max_bytes``: the memory the fetched rows
     take as Python objects (``sys.getsizeof`` of each row and of each value in it, so that an
@@ -36,13 +42,15 @@ class Limits:
     heap limit per process.
     """
 
-    timeout: float = 5.0
+    # about 5 s of one core; the costliest gold query of MAGNIFICo needs about 1.1 million
+    budget: int = 200_000_000
+    timeout: float = 60.0
     max_rows: int = 100_000
     max_bytes: int = 64 * 2**20
     max_value_bytes: int = 8 * 2**20
     max_sql_bytes: int = 64 * 2**10
     heap_bytes: int = 512 * 2**20
-    # VM instructions between two checks of the clock (the progress handler)
+    # VM instructions between two calls of the progress handler (budget and clock checks)
     check_every: int = 1000
 
 
@@ -50,7 +58,8 @@ class Limits:
 class QueryResult:
     """The outcome of one query: rows on success, else the error message.
 
-    ``seconds``: execution and fetching, measured where the query ran; ``wall``: from the
+    ``out_of_budget``: stopped by the instruction budget; ``timed_out``: stopped by the wall-clock
+    backstop. ``seconds``: execution and fetching, measured where the query ran; ``wall``: from the
     moment the query became its worker's current job to its reply, measured by the pool
     (None outside a pool). ``match``: when the pool compared the rows with gold rows in its
     worker (:class:`~lm_eval_ext.sql.compare.Against`), whether they are equal; ``rows`` is
@@ -63,6 +72,7 @@ class QueryResult:
     seconds: float = 0.0
     timed_out: bool = False
     wall: float | None = None
+    out_of_budget: bool = False
     match: bool | None = None
 
 
@@ -160,8 +170,11 @@ def _rows_bytes(rows: list[tuple]) -> int:
     return sum(sys.getsizeof(row) + sum(map(sys.getsizeof, row)) for row in rows)
 
 
-def _stopped(limits: Limits, elapsed: float) -> QueryResult:
-    return QueryResult(False, error=f"stopped after the time bound of {limits.timeout:g} s", seconds=elapsed,
+def _stopped(limits: Limits, elapsed: float, out_of_budget: bool) -> QueryResult:
+    if out_of_budget:
+        return QueryResult(False, error=f"stopped after its budget of {limits.budget} SQLite instructions",
+                           seconds=elapsed, out_of_budget=True)
+    return QueryResult(False, error=f"stopped by the wall-clock backstop of {limits.timeout:g} s", seconds=elapsed,
                        timed_out=True)
 
 
@@ -171,11 +184,18 @@ def run_query(conn: sqlite3.Connection, sql: str, limits: Limits = Limits()) -> 
         return QueryResult(False, error="not a query: only SELECT, WITH and VALUES statements are run")
     started = time.monotonic()
     deadline = started + limits.timeout
-    stopped = []
+    checks = limits.budget // limits.check_every  # handler calls the budget allows
+    calls = 0
+    stopped = []  # why the handler interrupted the query: True = budget, False = backstop
 
     def progress() -> int:
-        if time.monotonic() > deadline:
+        nonlocal calls
+        calls += 1
+        if calls > checks:
             stopped.append(True)
+            return 1
+        if time.monotonic() > deadline:
+            stopped.append(False)
             return 1
         return 0
 
@@ -193,12 +213,12 @@ def run_query(conn: sqlite3.Connection, sql: str, limits: Limits = Limits()) -> 
                 return QueryResult(False, error=f"result larger than {limits.max_bytes} bytes",
                                    seconds=time.monotonic() - started)
             if time.monotonic() > deadline:  # the progress handler sees SQLite's time, not the fetching's
-                return _stopped(limits, time.monotonic() - started)
+                return _stopped(limits, time.monotonic() - started, out_of_budget=False)
         return QueryResult(True, rows=rows, seconds=time.monotonic() - started)
     except Exception as err:  # noqa: BLE001 -- any failure of an untrusted query is a failed execution
         elapsed = time.monotonic() - started
         if stopped:
-            return _stopped(limits, elapsed)
+            return _stopped(limits, elapsed, out_of_budget=stopped[0])
         return QueryResult(False, error=f"{type(err).__name__}: {err}", seconds=elapsed)
     finally:
         conn.set_progress_handler(None, 0)

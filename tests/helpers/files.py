@@ -11,16 +11,19 @@ from pathlib import Path
 
 OFFLINE = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
-FIXTURES = PROJECT_ROOT / "tests" / "fixtures"
+TESTS = PROJECT_ROOT / "tests"
+FIXTURES = TESTS / "fixtures"
 
 
 def harness(out: Path, model: str, model_args: str, tasks: str, *extra: str, timeout: float = 600,
             env: dict | None = None) -> Path:
-    """Run ``lm-eval-ext run`` in a subprocess with --output_path out --log_samples; return out."""
+    """Run ``lm-eval-ext run`` (with the test doubles) in a subprocess with --output_path out --log_samples; return out."""
+    from doubles import LM_EVAL_EXT
+
     env = {**os.environ, **OFFLINE, **(env or {}),
            "PATH": os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])}
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PROJECT_ROOT), env.get("PYTHONPATH")]))
-    cmd = ["lm-eval-ext", "run", "--model", model, "--model_args", model_args, "--tasks", tasks,
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(TESTS), str(PROJECT_ROOT), env.get("PYTHONPATH")]))
+    cmd = [*LM_EVAL_EXT, "run", "--model", model, "--model_args", model_args, "--tasks", tasks,
            "--output_path", str(out), "--log_samples", *extra]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
     assert proc.returncode == 0, f"{' '.join(cmd)} failed:\n{proc.stderr[-4000:]}"

@@ -9,27 +9,29 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from .files import OFFLINE, PROJECT_ROOT
+from .files import OFFLINE, PROJECT_ROOT, TESTS
 
 BIN = Path(sys.executable).parent
 
 
 def harness_env(extra: dict | None = None) -> dict:
-    """This environment with this venv first on PATH, the checkout importable and the offline variables, plus
-    ``extra`` (whose PYTHONPATH, e.g. a stand-in package, goes first)."""
+    """This environment with this venv first on PATH, the checkout and the test doubles importable and the offline
+    variables, plus ``extra`` (whose PYTHONPATH, e.g. a stand-in package, goes first)."""
     extra = dict(extra or {})
     env = {**os.environ, **OFFLINE, "PATH": os.pathsep.join([str(BIN), os.environ.get("PATH", "")])}
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [extra.pop("PYTHONPATH", None), str(PROJECT_ROOT),
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [extra.pop("PYTHONPATH", None), str(TESTS), str(PROJECT_ROOT),
                                                       env.get("PYTHONPATH")]))
     return {**env, **extra}
 
 
 def lm_eval_run(args: list, cwd: Path, processes: int = 1, env: dict | None = None, timeout: float = 900) -> Path:
-    """``lm_eval run ARGS --output_path out --log_samples`` in ``cwd``: one process, or ``processes`` under
-    ``torchrun --standalone`` (a free rendezvous port); returns ``cwd/out``."""
+    """``lm_eval run ARGS --output_path out --log_samples`` (with the test doubles) in ``cwd``: one process, or
+    ``processes`` under ``torchrun --standalone`` (a free rendezvous port); returns ``cwd/out``."""
+    from doubles import LM_EVAL
+
     cwd.mkdir(parents=True, exist_ok=True)
-    launcher = [sys.executable, "-m", "lm_eval"] if processes == 1 else [
-        str(BIN / "torchrun"), "--standalone", "--nproc_per_node", str(processes), "-m", "lm_eval"]
+    launcher = list(LM_EVAL) if processes == 1 else [
+        str(BIN / "torchrun"), "--standalone", "--nproc_per_node", str(processes), *LM_EVAL[1:]]
     cmd = [*launcher, "run", *map(str, args), "--output_path", "out", "--log_samples"]
     proc = subprocess.run(cmd, cwd=cwd, env=harness_env({"OMP_NUM_THREADS": "1", **(env or {})}),
                           capture_output=True, text=True, timeout=timeout)

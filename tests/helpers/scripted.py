@@ -316,7 +316,7 @@ def elitr_scripted(tmp: Path) -> Path:
     import re
 
     from helpers.judge import answering_the_probe
-    from lm_eval_ext.testing.stub_openai import StubOpenAIServer
+    from doubles.stub_openai import StubOpenAIServer
 
     by_text = {}
     for set_name in ("qa", "conv"):

@@ -1,6 +1,8 @@
-// Sortable tables for the lm-eval-ext leaderboard: click a column header to sort by it, click again to
-// reverse. Plain JavaScript, no library, works from file:// and any static host. A cell's data-value
-// (a number) is what sorts; cells without one (no result) always go last.
+// Sortable tables for the lm-eval-ext leaderboard: click anywhere in a column's header cell to sort by it,
+// click again to reverse; from the keyboard, Tab to the header's button and press Enter or Space (the
+// button's own click reaches the header cell). The header says the order in aria-sort. Plain JavaScript,
+// no library, works from file:// and any static host. A cell's data-value (a number) is what sorts; cells
+// without one (no result) always go last.
 (function () {
   "use strict";
 
@@ -45,10 +47,7 @@
     var tables = document.querySelectorAll("table.sortable");
     Array.prototype.forEach.call(tables, function (table) {
       Array.prototype.forEach.call(table.tHead.rows[0].cells, function (header) {
-        var button = header.querySelector("button");
-        if (button) {
-          button.addEventListener("click", function () { sortBy(table, header); });
-        }
+        header.addEventListener("click", function () { sortBy(table, header); });
       });
     });
   }

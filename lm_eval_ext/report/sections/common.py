@@ -1,4 +1,5 @@
-"""What the sections share: a task of a model's run, and how published models are named and drawn."""
+"""What the sections share: a task of a model's run, which run of a task is shown, and how published models are
+named and drawn."""
 from __future__ import annotations
 
 from dataclasses import dataclass

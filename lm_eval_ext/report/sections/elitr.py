@@ -8,7 +8,7 @@ judge score, 1-10), ``score_<type>``, ``score_<position>``, ``score_diff``,
 its recorded ``dataset_kwargs`` (question_set, split, language, mode).
 
 Seeds (the paper: test2 with seeds 2023, 2024, 2025, mean +- sample standard deviation): a
-model's runs of the same task with different ``--seed`` (the newest run per seed) are
+model's runs of the same task with different ``--seed`` (the most complete run per seed) are
 summarised with the plugin's own seed summary (:func:`lm_eval_ext.elitr.seed_summary.summarize`). A
 single seed gets no error bar (the figure says "1 seed"). When the judge failed on some answers
 the task's ``score`` is undefined (judging is incomplete and can be resumed): shown as "n/a".
@@ -24,11 +24,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...elitr.seed_summary import summarize
+from ...judge.records import JudgeRecord
 from ...published import Published
 from ...results.load import Model, Run
 from ..blocks import Figure, Note, Section, Table
 from ..figures import model_color, new_figure, published_color, published_marker
 from .common import OWN_SOURCE, TaskRun, citations, published_label, published_notes, source_text
+from ...results.status import most_complete
 
 TITLE = "ELITR-Bench"
 KEY = "elitr_bench"
@@ -52,7 +54,7 @@ INTRO = (
 
 @dataclass
 class Setting(TaskRun):
-    """One ELITR-Bench task of a model: its newest run, and one run per seed."""
+    """One ELITR-Bench task of a model: its most complete run, and one run per seed."""
 
     seed_runs: list[Run]
     set: str
@@ -66,8 +68,8 @@ class Setting(TaskRun):
         return f"{self.set.upper() if self.set == 'qa' else self.set.capitalize()} {mode}{'' if self.language == 'en' else f' ({self.language})'}"
 
     @property
-    def judge(self) -> dict | None:
-        return (self.run.task_config(self.task).get("metadata") or {}).get("judge")
+    def judge(self) -> JudgeRecord | None:
+        return self.run.judge_record(self.task)
 
     @property
     def seeds(self) -> int:
@@ -89,11 +91,13 @@ def settings_of(models: list[Model]) -> list[Setting]:
             if not task.startswith(PREFIX):
                 continue
             runs = model.runs_with(task)
-            kwargs = runs[-1].task_config(task).get("dataset_kwargs") or {}
+            shown = most_complete(runs, task)
+            kwargs = shown.task_config(task).get("dataset_kwargs") or {}
             if not {"question_set", "split", "mode"} <= kwargs.keys():
                 continue
-            by_seed = {run.seed: run for run in runs}  # the newest run of each seed
-            found.append(Setting(model, index, task, runs[-1], list(by_seed.values()), kwargs["question_set"], kwargs["split"],
+            seeds = {run.seed: None for run in runs}  # the most complete run of each seed
+            by_seed = [most_complete([run for run in runs if run.seed == seed], task) for seed in seeds]
+            found.append(Setting(model, index, task, shown, by_seed, kwargs["question_set"], kwargs["split"],
                                  kwargs.get("language", "en"), kwargs["mode"]))
     order = {key: i for i, key in enumerate(SETTING_ORDER)}
     return sorted(found, key=lambda s: (s.index, s.language, order.get((s.set, s.mode), 9), s.split, s.task))
@@ -124,7 +128,7 @@ def build(models: list[Model], published: Published | None = None) -> Section | 
 
 def _notes(settings: list[Setting]) -> list[Note]:
     notes = []
-    judges = {tuple(str((s.judge or {}).get(f)) for f in ("judge", "model", "template_sha256")) for s in settings}
+    judges = {(s.judge.model, s.judge.template_sha256) if s.judge else None for s in settings}
     if len(judges) > 1:
         notes.append(Note("These tasks were not all scored by the same judge (model, template): scores are comparable "
                           "only between rows with the same judge (see the judge table)."))
@@ -146,7 +150,7 @@ def _notes(settings: list[Setting]) -> list[Note]:
 
 
 def _score(s: Setting) -> tuple[float, float | None] | None:
-    """The score a figure shows (the mean over seeds with their sd, or the newest run's score and no sd);
+    """The score a figure shows (the mean over seeds with their sd, or the shown run's score and no sd);
     None when undefined."""
     summary = s.seed_summary()
     if summary and "score" in summary:
@@ -234,7 +238,7 @@ def _breakdown_figure(models: list[Model], settings: list[Setting]) -> Figure:
     axes[0].set_ylabel("mean judge score (1-10)")
     axes[1].legend(fontsize="x-small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
     return Figure("elitr_breakdown", "ELITR-Bench: score per question type and answer position",
-                  "score_<type> and score_<position> of each task (newest run). p: middle_pvalue, the one-tailed Welch "
+                  "score_<type> and score_<position> of each task (its most complete run). p: middle_pvalue, the one-tailed Welch "
                   "t-test that middle-position questions score lower than the others.", fig)
 
 
@@ -261,7 +265,7 @@ def _scores_table(settings: list[Setting], published: Published | None) -> Table
                          source_text(number)])
     return Table("elitr_scores", "Scores per task", ["model", "task", "set", "split", "language", "mode", "seed",
                                                      *SCORE_COLUMNS, "source"], rows,
-                 "The harness's results of each task's newest run. score empty: undefined (judge failures; "
+                 "The harness's results of each task's most complete run. score empty: undefined (judge failures; "
                  "judging can be resumed). middle_pvalue empty: the test is undefined (fewer than two scores on a "
                  "side, or no variance). Rows marked (published): the released answers with the paper's GPT-4 "
                  "judge scores, with the tasks' definitions.")
@@ -282,16 +286,21 @@ def _seeds_table(settings: list[Setting]) -> Table:
                              " ".join(map(str, seeds)), " ".join(map(repr, entry["values"]))])
     return Table("elitr_seeds", "Mean and standard deviation over seeds",
                  ["model", "task", "metric", "mean", "sd", "n", "seeds", "values"], rows,
-                 "Over the newest run of each seed (sd: sample standard deviation, n - 1), as the paper reports test2.")
+                 "Over the most complete run of each seed (sd: sample standard deviation, n - 1), as the paper reports test2.")
 
 
 def _judge_table(settings: list[Setting]) -> Table:
     rows = []
     for s in settings:
-        judge = s.judge or {}
-        stats = judge.get("run") or {}
-        rows.append([s.model.label, s.task, *(judge.get(f) for f in JUDGE_FIELDS), stats.get("calls"),
-                     stats.get("from_cache"), stats.get("scored")])
+        judge = s.judge
+        recorded = [getattr(judge, f) for f in JUDGE_FIELDS] if judge else [None] * len(JUDGE_FIELDS)
+        stats = (judge and judge.run) or {}
+        usage = (judge and judge.usage) or {}
+        rows.append([s.model.label, s.task, *recorded, stats.get("calls"), stats.get("from_cache"), stats.get("scored"),
+                     usage.get("prompt_tokens"), usage.get("completion_tokens"), usage.get("cost_usd")])
     columns = [{"model": "judge_model", "seed": "judge_seed"}.get(f, f) for f in JUDGE_FIELDS]
-    return Table("elitr_judge", "The judge of each task", ["model", "task", *columns, "calls", "from_cache", "scored"],
-                 rows, "As each task recorded it in the results file (configs.<task>.metadata.judge), newest run.")
+    return Table("elitr_judge", "The judge of each task",
+                 ["model", "task", *columns, "calls", "from_cache", "scored", "input_tokens", "output_tokens", "cost_usd"],
+                 rows, "As each task recorded it in the results file (configs.<task>.metadata.judge), most complete run. "
+                 "input_tokens, output_tokens: what the judge's replies reported (verdicts from the cache cost "
+                 "nothing); cost_usd: at the prices the run was given (empty without).")

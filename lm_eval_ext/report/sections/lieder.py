@@ -33,6 +33,7 @@ from ...results.load import Model
 from ..blocks import Figure, Note, Section, Table
 from ..figures import model_color, new_figure, published_color
 from .common import OWN_SOURCE, citations, published_label, published_notes, source_text
+from ...results.status import shown_run
 
 TITLE = "LIEDER"
 KEY = "lieder"
@@ -79,13 +80,13 @@ def build(models: list[Model], published: Published | None = None) -> Section | 
         published = Published([n for n in published.numbers if n.model != HUMAN_MODEL])
     families = human.families if human else ()
     missing = [f"{m.label}: {task}" for m in models for task in TASKS
-               if m.latest(task) and m.latest(task).samples(task) is None]
+               if shown_run(m, task) and shown_run(m, task).samples(task) is None]
     if missing:
         section.blocks.append(Note(
             "No sample log for " + "; ".join(missing) + ". The model-on-human-families columns and the novelty "
             "test need --log_samples."))
     section.blocks += [_properties_figure(models, human, published), _properties_table(models, human, families, published)]
-    if human or any(comparison_metric(c) in (m.latest("lieder_base").metrics("lieder_base") if m.latest("lieder_base") else {})
+    if human or any(comparison_metric(c) in (shown_run(m, "lieder_base").metrics("lieder_base") if shown_run(m, "lieder_base") else {})
                     for m in models for c in INFORMATIVE):
         section.blocks.append(_comparisons_figure(models, human))
     else:  # nothing per comparison to draw: say so instead of an empty figure
@@ -107,7 +108,7 @@ def _properties_table(models: list[Model], human: HumanBaseline | None, families
     rows = []
     for model in models:
         for task in (*TASKS, GROUP):
-            run = model.latest(task)
+            run = shown_run(model, task)
             if run is None:
                 continue
             values, errors = run.metrics(task), run.stderr(task)
@@ -144,7 +145,7 @@ def _properties_table(models: list[Model], human: HumanBaseline | None, families
 
 def _bar_groups(models: list[Model]) -> list[tuple[int, Model, str]]:
     """(model index, model, task) for every LIEDER task a model has, in a fixed order."""
-    return [(i, m, task) for i, m in enumerate(models) for task in TASKS if m.latest(task)]
+    return [(i, m, task) for i, m in enumerate(models) for task in TASKS if shown_run(m, task)]
 
 
 def _properties_figure(models: list[Model], human: HumanBaseline | None, published: Published | None) -> Figure:
@@ -166,7 +167,7 @@ def _properties_figure(models: list[Model], human: HumanBaseline | None, publish
         caption += (f" Grey boxes: lowest to highest accuracy of the {len(names)} published models on lieder_base "
                     f"({citations([n for n in published.numbers if n.task == 'lieder_base'])}).")
     for j, (i, model, task) in enumerate(bars):
-        values = model.latest(task).metrics(task)
+        values = shown_run(model, task).metrics(task)
         heights = [values.get(scope_metric(scope), np.nan) for scope in SCOPES]
         ax.bar(x - 0.4 + width * (j + 0.5), heights, width, color=model_color(i), hatch=HATCHES[task],
                edgecolor="white", label=f"{model.label} · {task}")
@@ -193,7 +194,7 @@ def _comparisons_table(models: list[Model], human: HumanBaseline | None, familie
 
     for model in models:
         for task in TASKS:
-            run = model.latest(task)
+            run = shown_run(model, task)
             if run is None:
                 continue
             values = run.metrics(task)
@@ -226,7 +227,7 @@ def _comparisons_table(models: list[Model], human: HumanBaseline | None, familie
 
 def _comparisons_figure(models: list[Model], human: HumanBaseline | None) -> Figure:
     comparisons = INFORMATIVE + CONTROLS
-    shown = [(i, m) for i, m in enumerate(models) if m.latest("lieder_base")]
+    shown = [(i, m) for i, m in enumerate(models) if shown_run(m, "lieder_base")]
     fig = new_figure(8.0, 6.0)
     ax = fig.subplots()
     y = np.arange(len(comparisons))
@@ -234,7 +235,7 @@ def _comparisons_figure(models: list[Model], human: HumanBaseline | None) -> Fig
     families = human.families if human else ()
     on_families = []
     for j, (i, model) in enumerate(shown):
-        run = model.latest("lieder_base")
+        run = shown_run(model, "lieder_base")
         samples = run.samples("lieder_base")
         # Compare with humans on their own families when the sample log allows it.
         use_families = bool(families) and samples is not None
@@ -268,7 +269,7 @@ def _published_figure(models: list[Model], published: Published, human: HumanBas
     names = published.models()
     # (label, colour index: None published, -1 humans; published rank, values per task)
     rows = [(published_label(n), None, k, {t: published.value(n, t, "acc") for t in TASKS}) for k, n in enumerate(names)]
-    rows += [(m.label, i, None, {t: m.latest(t).metrics(t).get("acc") if m.latest(t) else None for t in TASKS})
+    rows += [(m.label, i, None, {t: shown_run(m, t).metrics(t).get("acc") if shown_run(m, t) else None for t in TASKS})
              for i, m in enumerate(models)]
     if human:
         rows.append(("human (base, 2 families)", -1, None, {"lieder_base": human.accuracy(INFORMATIVE)}))
@@ -311,7 +312,7 @@ def _published_figure(models: list[Model], published: Published, human: HumanBas
 def _novelty_blocks(models: list[Model]) -> list:
     rows, plotted = [], []
     for i, model in enumerate(models):
-        base_run, diff_run = model.latest("lieder_base"), model.latest("lieder_diff")
+        base_run, diff_run = shown_run(model, "lieder_base"), shown_run(model, "lieder_diff")
         if not base_run or not diff_run:
             continue
         base, diff = base_run.samples("lieder_base"), diff_run.samples("lieder_diff")
@@ -371,7 +372,7 @@ def _metrics_table(models: list[Model]) -> Table:
     rows = []
     for model in models:
         for task in (*TASKS, GROUP):
-            run = model.latest(task)
+            run = shown_run(model, task)
             if run is None:
                 continue
             errors = run.stderr(task)

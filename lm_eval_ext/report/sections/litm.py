@@ -8,7 +8,7 @@ config (``dataset_kwargs``: setting, k, query_aware, random_order, generated; th
 ``litm_kv_pairs`` for generated KV data), not from its name.
 
 The generated KV tasks (``litm_kv_generated*``) take their number of pairs from the run, so
-a model's sweep over lengths is several runs of the same task: every run (the newest per
+a model's sweep over lengths is several runs of the same task: every run (the most complete per
 length) is shown, and two lengths or more give the length x position heatmap.
 
 The published models (:mod:`lm_eval_ext.published.litm`: the paper's Table 1 and its appendix
@@ -31,6 +31,7 @@ from ...results.load import Model, Run
 from ..blocks import Figure, Note, Section, Table
 from ..figures import new_figure, published_color, published_marker
 from .common import OWN_SOURCE, TaskRun, citations, published_label, published_notes, source_text
+from ...results.status import most_complete
 
 TITLE = "Lost in the Middle"
 KEY = "lost_in_the_middle"
@@ -119,7 +120,7 @@ def _setting(model: Model, index: int, task: str, run: Run) -> Setting | None:
 
 
 def settings_of(models: list[Model]) -> list[Setting]:
-    """Every Lost in the Middle task result to show: the newest run of each task, and of each length
+    """Every Lost in the Middle task result to show: the most complete run of each task, and of each length
     for the generated KV tasks."""
     found = []
     for index, model in enumerate(models):
@@ -127,7 +128,9 @@ def settings_of(models: list[Model]) -> list[Setting]:
             if not task.startswith(PREFIX):
                 continue
             runs = model.runs_with(task)
-            chosen = runs[-1:] if task not in GENERATED else list({_pairs(r, task): r for r in runs}.values())
+            by_pairs = {_pairs(run, task): None for run in runs}
+            chosen = ([most_complete(runs, task)] if task not in GENERATED else
+                      [most_complete([r for r in runs if _pairs(r, task) == pairs], task) for pairs in by_pairs])
             found += [s for run in chosen if (s := _setting(model, index, task, run)) is not None]
     return found
 

@@ -30,6 +30,7 @@ from ...results.load import Model
 from ..blocks import Figure, Note, Section, Table
 from ..figures import model_color, new_figure, published_color
 from .common import OWN_SOURCE, TaskRun, citations, published_label, published_notes, source_text
+from ...results.status import shown_run
 
 TITLE = "MAGNIFICo"
 KEY = "magnifico"
@@ -51,7 +52,7 @@ INTRO = (
 
 @dataclass
 class Setting(TaskRun):
-    """One MAGNIFICo task of one model's newest run that has it."""
+    """One MAGNIFICo task of one model's most complete run that has it."""
 
     scope: str
     prompt_type: str
@@ -113,13 +114,13 @@ def _order(s: Setting):
 
 
 def settings_of(models: list[Model]) -> list[Setting]:
-    """Every MAGNIFICo task (not group) any model ran, from its newest run."""
+    """Every MAGNIFICo task (not group) any model ran, from its most complete run."""
     found = []
     for index, model in enumerate(models):
         for task in model.tasks:
             if not task.startswith(PREFIX):
                 continue
-            run = model.latest(task)
+            run = shown_run(model, task)
             kwargs = run.task_config(task).get("dataset_kwargs") or {}
             if {"scope", "prompt_type", "form"} <= kwargs.keys():
                 found.append(Setting(model, index, task, run, kwargs["scope"], kwargs["prompt_type"], kwargs["form"],

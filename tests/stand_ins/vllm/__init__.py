@@ -3,7 +3,7 @@
 Put ``tests/stand_ins`` on ``PYTHONPATH`` (only the vLLM tests do) and ``--model vllm`` runs the harness's
 own vLLM model class unchanged: it tokenizes, batches, truncates and parses outputs as it does with the real
 engine; only :class:`LLM` answers from a script instead of a GPU. The script is the JSON file named by
-``$VLLM_STAND_IN_SCRIPT`` (the same formats as the scripted harness models, lm_eval_ext/models/scripted.py):
+``$VLLM_STAND_IN_SCRIPT`` (the same formats as the scripted harness models, tests/doubles/scripted.py):
 
 - ``entries`` / ``default_logprob``: log-likelihoods, looked up by the decoded text of a prompt-logprobs request
   (context + continuation); the whole value is put on the last token, so the harness's sum over the

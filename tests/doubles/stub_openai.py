@@ -19,6 +19,9 @@ e.g. ``delay_s=0.5, jitter_s=1.5`` for 0.5-2 s per call like a loaded local vLLM
 server. ``max_in_flight`` is the most POST requests the server was handling at once
 (what a test asserts instead of wall-clock time to check a client's concurrency).
 
+**Usage**: every completion reports ``usage``, counting ~4 characters per token (the message
+contents of a chat request, each prompt of a completions request, the reply texts).
+
 **Log-probabilities** (legacy completions format, what ``local-completions`` uses for
 log-likelihood requests): a ``/v1/completions`` request with ``logprobs=k`` gets, per
 choice, ``logprobs = {"tokens", "token_logprobs", "top_logprobs", "text_offset"}``.
@@ -65,10 +68,19 @@ or forced for the first requests with ``fault_sequence=["429", None, ...]``:
   that drops the connection mid-body would deliver; give e.g. ``b"null"``,
   ``b"[]"`` or invalid UTF-8 for other malformed bodies).
 
+- ``"trickle"``: status 200 with a chunked body that never ends: ``trickle_bytes`` bytes every
+  ``trickle_interval_s`` seconds until the client hangs up (or ``trickle_max_s`` has passed).
+- ``"huge"``: status 200 and a well-formed chat completion of ``huge_bytes`` bytes (its text
+  padded with spaces, then the responder's reply), sent in pieces as it is made.
+
+For each of these two the request's entry records ``sent`` (body bytes written) and ``cut``
+(True when the client hung up before the end). ``models_fault="trickle"`` or ``"huge"`` makes
+``GET /v1/models`` misbehave the same way.
+
 ``fail_status=401`` (any 4xx/5xx) makes every POST fail with that status.
 
 In its own process (benchmarks, so that its CPU time is not the client's):
-``python -m lm_eval_ext.testing.stub_openai --delay 0.5 --jitter 1.5`` prints the base URL and
+``python -m doubles.stub_openai --delay 0.5 --jitter 1.5`` prints the base URL and
 serves until its stdin closes.
 """
 
@@ -85,7 +97,8 @@ import zlib
 from collections.abc import Callable, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-FAULT_KINDS = ("429", "500", "timeout", "drop", "garbage", "nonjson", "noscore", "badjson")
+FAULT_KINDS = ("429", "500", "timeout", "drop", "garbage", "nonjson", "noscore", "badjson", "trickle", "huge")
+BODY_FAULTS = ("trickle", "huge")
 LOGPROBS_FAULTS = ("no_echo", "no_generated")
 # A chat completion cut off mid-body: valid JSON up to the cut, then nothing.
 TRUNCATED_COMPLETION = b'{"id": "stub-cut", "object": "chat.completion", "choices": [{"index": 0, "message": {"role": "assi'
@@ -94,8 +107,8 @@ _HALF = math.log(0.5)
 
 
 def _count_tokens(text: str) -> int:
-    # Rough whitespace count: enough for tests that check that usage is reported.
-    return len(str(text).split())
+    # ~4 characters per token, OpenAI's rule of thumb for English (what the judge's cost estimates assume)
+    return math.ceil(len(str(text)) / 4)
 
 
 def _prompt_text(body: dict) -> str:
@@ -167,6 +180,10 @@ class StubOpenAIServer:
             given, the one model ``GET /v1/models`` lists.
         models: the model ids ``GET /v1/models`` lists; ``()`` answers that route with 404, as a
             server without a model list does.
+        trickle_bytes / trickle_interval_s / trickle_max_s: the ``"trickle"`` fault's pace and safety stop.
+        huge_bytes: the size of a ``"huge"`` reply.
+        models_fault: ``None``, ``"trickle"`` or ``"huge"`` for ``GET /v1/models``.
+        batch: keyword arguments of :class:`BatchAPI` (how batches end).
 
     Attributes:
         base_url: ``"http://127.0.0.1:PORT/v1"`` (for ``openai.OpenAI(base_url=...)``).
@@ -199,6 +216,12 @@ class StubOpenAIServer:
         honour_stop: bool = False,
         model: str = "stub",
         models: Sequence[str] | None = None,
+        trickle_bytes: int = 1024,
+        trickle_interval_s: float = 0.01,
+        trickle_max_s: float = 60.0,
+        huge_bytes: int = 100 * 2**20,
+        models_fault: str | None = None,
+        batch: dict | None = None,
     ) -> None:
         faults = dict(faults or {})
         unknown = (set(faults) | {f for f in fault_sequence or [] if f is not None}) - set(FAULT_KINDS)
@@ -223,6 +246,13 @@ class StubOpenAIServer:
         self.honour_stop = honour_stop
         self.model = model
         self.models = (model,) if models is None else tuple(models)
+        if models_fault not in (None, *BODY_FAULTS):
+            raise ValueError(f"unknown models_fault {models_fault!r}; known: {BODY_FAULTS}")
+        self.trickle_bytes = trickle_bytes
+        self.trickle_interval_s = trickle_interval_s
+        self.trickle_max_s = trickle_max_s
+        self.huge_bytes = huge_bytes
+        self.models_fault = models_fault
         self.requests: list[dict] = []
         self.max_in_flight = 0
         self._in_flight = 0
@@ -234,6 +264,7 @@ class StubOpenAIServer:
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
         self._posts = 0
+        self.batch_api = BatchAPI(self, **(batch or {}))
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -438,10 +469,64 @@ class StubOpenAIServer:
                 error = {"message": message, "type": code, "param": None, "code": code}
                 self._send_json(status, {"error": error}, headers)
 
+            def _send_body(self, entry: dict, pieces, length: int | None = None):
+                """Status 200 with the body ``pieces`` (bytes, in order): chunked unless ``length`` is given."""
+                entry["sent"], entry["cut"] = 0, False
+                try:
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    if length is None:
+                        self.send_header("Transfer-Encoding", "chunked")
+                    else:
+                        self.send_header("Content-Length", str(length))
+                    self.end_headers()
+                    for piece in pieces:
+                        self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece) if length is None else piece)
+                        entry["sent"] += len(piece)
+                    if length is None:
+                        self.wfile.write(b"0\r\n\r\n")
+                except OSError:
+                    entry["cut"] = True
+                    self.close_connection = True
+
+            def _trickle(self):
+                end = time.monotonic() + stub.trickle_max_s
+                while time.monotonic() < end and not stub._stopping.wait(stub.trickle_interval_s):
+                    yield b" " * stub.trickle_bytes
+
+            def _huge(self, payload: dict) -> tuple[list, int]:
+                """The pieces and length of ``payload`` with ``huge_bytes`` of spaces before its first text."""
+                marker = "\x00PAD\x00"
+                if payload.get("choices"):
+                    payload["choices"][0]["message"]["content"] = marker + payload["choices"][0]["message"]["content"]
+                else:
+                    payload["pad"] = marker
+                head, tail = (part.encode() for part in json.dumps(payload).split(json.dumps(marker)[1:-1], 1))
+                pad = max(0, stub.huge_bytes - len(head) - len(tail))
+                step = 2**16
+
+                def pieces():
+                    yield head
+                    for start in range(0, pad, step):
+                        yield b" " * min(step, pad - start)
+                    yield tail
+                return pieces(), len(head) + pad + len(tail)
+
+            def _body_fault(self, entry: dict, fault: str, payload: dict):
+                if fault == "trickle":
+                    return self._send_body(entry, self._trickle())
+                pieces, length = self._huge(payload)
+                return self._send_body(entry, pieces, length)
+
             def do_GET(self):
-                stub._record("GET", self.path, self.headers, None)
+                if self.path.startswith(("/v1/files", "/v1/batches")):
+                    return self._send_json(*stub.batch_api.handle("GET", self.path, self.headers, b""))
+                entry = stub._record("GET", self.path, self.headers, None)
                 if self.path.rstrip("/") == "/v1/models" and stub.models:
                     listed = [{"id": m, "object": "model", "created": 0, "owned_by": "stub"} for m in stub.models]
+                    if stub.models_fault:
+                        entry["fault"] = stub.models_fault
+                        return self._body_fault(entry, stub.models_fault, {"object": "list", "data": listed})
                     self._send_json(200, {"object": "list", "data": listed})
                 else:
                     self._error(404, f"no route GET {self.path}", "not_found")
@@ -457,7 +542,10 @@ class StubOpenAIServer:
                         stub._in_flight -= 1
 
             def _post(self):
-                raw = self.rfile.read(int(self.headers.get("Content-Length") or 0)).decode("utf-8", "replace")
+                data = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                if self.path.startswith(("/v1/files", "/v1/batches")):
+                    return self._send_json(*stub.batch_api.handle("POST", self.path, self.headers, data))
+                raw = data.decode("utf-8", "replace")
                 try:
                     body = json.loads(raw)
                 except ValueError:
@@ -492,13 +580,125 @@ class StubOpenAIServer:
                     payload = stub._completion(path, body, text_for)
                 except Exception as exc:  # a broken responder shows up in the test as a 500 naming it
                     return self._error(500, f"stub responder raised {exc!r}", "stub_responder_error")
+                if fault in BODY_FAULTS:
+                    return self._body_fault(entry, fault, payload)
                 self._send_json(200, payload)
 
         return Handler
 
 
+class BatchAPI:
+    """The stub's Files and Batches API (``/v1/files``, ``/v1/batches``), as the ``openai`` client uses it.
+
+    A batch is ``validating``, then ``in_progress`` with one more ``polls_to_finish``-th of its requests
+    completed at each ``GET /v1/batches/ID``, then ends: ``completed`` (its output file holds a reply
+    per request, made by the stub's responder with ``usage``; the requests ``fail(custom_id, body)`` is
+    true for are in its error file instead), or ``expired`` when ``expire`` is set (the first half
+    answered, the rest in the error file as ``batch_expired``). ``creations`` counts ``POST /v1/batches``;
+    ``answered`` lists every custom_id answered, in order (a request paid twice shows up twice).
+    """
+
+    def __init__(self, stub: StubOpenAIServer, polls_to_finish: int = 2, fail=None, expire: bool = False) -> None:
+        self.stub = stub
+        self.polls_to_finish = polls_to_finish
+        self.fail = fail or (lambda _custom_id, _body: False)
+        self.expire = expire
+        self.files: dict[str, bytes] = {}
+        self.batches: dict[str, dict] = {}
+        self.creations = 0
+        self.answered: list[str] = []
+        self.retrievals = 0
+        self._lock = threading.Lock()
+
+    def handle(self, method: str, path: str, headers, data: bytes) -> tuple[int, dict | None, dict | None, bytes | None]:
+        """(status, JSON payload, headers, raw body) of one request."""
+        with self.stub._lock:
+            self.stub.requests.append({"method": method, "path": path, "headers": dict(headers), "body": None,
+                                       "fault": None, "delay": 0.0})
+        with self._lock:
+            parts = path.split("?")[0].strip("/").split("/")[1:]
+            if method == "POST" and parts == ["files"]:
+                return self._upload(headers, data)
+            if method == "GET" and len(parts) == 3 and parts[0] == "files" and parts[2] == "content":
+                return 200, None, None, self.files[parts[1]]
+            if method == "POST" and parts == ["batches"]:
+                return self._create(json.loads(data))
+            if method == "GET" and parts == ["batches"]:
+                return 200, {"object": "list", "data": [self._public(b) for b in self.batches.values()],
+                             "has_more": False}, None, None
+            if method == "GET" and len(parts) == 2 and parts[0] == "batches" and parts[1] in self.batches:
+                return 200, self._poll(self.batches[parts[1]]), None, None
+        return 404, {"error": {"message": f"no route {method} {path}", "type": "not_found"}}, None, None
+
+    def _upload(self, headers, data: bytes):
+        from email.parser import BytesParser
+        from email.policy import default
+
+        message = BytesParser(policy=default).parsebytes(
+            f"Content-Type: {headers.get('Content-Type')}\r\n\r\n".encode() + data)
+        content = next(part.get_payload(decode=True) for part in message.iter_parts()
+                       if part.get_param("name", header="content-disposition") == "file")
+        file_id = f"file-{len(self.files) + 1}"
+        self.files[file_id] = content
+        return 200, {"id": file_id, "object": "file", "bytes": len(content), "created_at": 0, "filename": "input.jsonl",
+                     "purpose": "batch", "status": "processed"}, None, None
+
+    def _create(self, body: dict):
+        self.creations += 1
+        batch_id = f"batch-{len(self.batches) + 1}"
+        lines = [json.loads(line) for line in self.files[body["input_file_id"]].decode("utf-8").splitlines() if line]
+        self.batches[batch_id] = {"id": batch_id, "input_file_id": body["input_file_id"], "lines": lines, "polls": 0,
+                                  "status": "validating", "output_file_id": None, "error_file_id": None}
+        return 200, self._public(self.batches[batch_id]), None, None
+
+    def _poll(self, batch: dict) -> dict:
+        self.retrievals += 1
+        if batch["status"] not in ("completed", "expired"):
+            batch["polls"] += 1
+            batch["status"] = "in_progress"
+            if batch["polls"] >= self.polls_to_finish:
+                self._finish(batch)
+        return self._public(batch)
+
+    def _finish(self, batch: dict) -> None:
+        output, errors = [], []
+        cut = len(batch["lines"]) // 2 if self.expire else len(batch["lines"])
+        for index, line in enumerate(batch["lines"]):
+            key, body = line["custom_id"], line["body"]
+            if index >= cut:
+                errors.append({"id": f"req-{key[:8]}", "custom_id": key, "response": None,
+                               "error": {"code": "batch_expired", "message": "not done within the window"}})
+            elif self.fail(key, body):
+                errors.append({"id": f"req-{key[:8]}", "custom_id": key,
+                               "response": {"status_code": 500, "body": {"error": {"message": "server error (stub)"}}},
+                               "error": None})
+            else:
+                self.answered.append(key)
+                output.append({"id": f"req-{key[:8]}", "custom_id": key, "error": None, "response": {
+                    "status_code": 200, "request_id": key[:8],
+                    "body": self.stub._completion("/v1/chat/completions", body, self.stub.responder)}})
+        for name, records in (("output_file_id", output), ("error_file_id", errors)):
+            if records:
+                file_id = f"file-{len(self.files) + 1}"
+                self.files[file_id] = "".join(json.dumps(r) + "\n" for r in records).encode("utf-8")
+                batch[name] = file_id
+        batch["status"] = "expired" if self.expire else "completed"
+        batch["done"] = len(output)
+        batch["failed"] = len(errors)
+
+    @staticmethod
+    def _public(batch: dict) -> dict:
+        total = len(batch["lines"])
+        ended = batch["status"] in ("completed", "expired")
+        done = batch.get("done", 0) if ended else min(total, total * batch["polls"] // 4)
+        return {"id": batch["id"], "object": "batch", "endpoint": "/v1/chat/completions", "errors": None,
+                "input_file_id": batch["input_file_id"], "completion_window": "24h", "status": batch["status"],
+                "output_file_id": batch["output_file_id"], "error_file_id": batch["error_file_id"], "created_at": 0,
+                "request_counts": {"total": total, "completed": done, "failed": batch.get("failed", 0)}}
+
+
 def main(argv: list[str] | None = None) -> None:
-    """``python -m lm_eval_ext.testing.stub_openai [--delay S] [--jitter S] [--text T]``: serve until stdin closes.
+    """``python -m doubles.stub_openai [--delay S] [--jitter S] [--text T]``: serve until stdin closes.
 
     Prints the base URL on the first line of stdout. Benchmarks run the stub in its own process
     this way, so that its CPU time is not counted as the client's.

@@ -4,7 +4,7 @@ The harness splits documents between processes and gathers their results only wh
 reports ``world_size > 1`` and implements ``all_gather``, ``gather_object`` and ``barrier``
 (``lm_eval.evaluator.evaluate``). Its ``hf`` model does that only on accelerators, so this double
 lets a CPU machine run the harness's own split and gather code: launched with
-``torchrun --nproc_per_node N -m lm_eval run --model ext-scripted-dist ...``, each process joins a
+``torchrun --nproc_per_node N -m doubles lm_eval run --model ext-scripted-dist ...``, each process joins a
 ``gloo`` process group (rank and world size from torchrun's environment) and answers
 
 - ``loglikelihood`` as ``ext-loglik-table`` (``table=FILE``),
@@ -23,10 +23,9 @@ import os
 import torch
 import torch.distributed as dist
 
-from .scripted import CannedGenLM, LoglikTableLM, ScriptedModelError, _ScriptedLM, register_model
+from .scripted import CannedGenLM, LoglikTableLM, ScriptedModelError, _ScriptedLM
 
 
-@register_model("ext-scripted-dist")
 class ScriptedDistributedLM(_ScriptedLM):
     """Scripted log-likelihoods and generations on every rank of a torchrun launch (module docstring)."""
 

@@ -15,7 +15,7 @@ special token ids (``[0, 1, 2, 3]`` here: ``<unk>``, ``<s>``, ``</s>``,
 
 Command line (the bigger benchmark model used by ``bench/``)::
 
-    python -m lm_eval_ext.testing.tiny_model OUT_DIR --layers 12 --hidden 768
+    python -m doubles.tiny_model OUT_DIR --layers 12 --hidden 768
 """
 
 from __future__ import annotations

@@ -1,0 +1,87 @@
+"""The harness's own tests pass and fail alike with the plugin active and without it (``LM_EVAL_EXT_AUTOLOAD=0``).
+
+The tests are those of the installed harness version, from its sdist (``pip download``; the test is skipped
+when the package index cannot be reached): the task manager's, the registry's and the command line's, run
+in a fresh pytest process each way, outside this project (none of its conftest). The one expected
+difference is a test whose expectation the harness's own plugin discovery (EleutherAI/lm-evaluation-harness
+PR #4015) changes the same way; each is listed in docs/architecture.md with the reason.
+"""
+from __future__ import annotations
+
+import importlib.metadata
+import subprocess
+import sys
+import tarfile
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from helpers.runs import harness_env
+
+HARNESS_TEST_FILES = ("test_task_manager.py", "test_registry.py", "test_cli_subcommands.py")
+# test id -> why the plugin changes its outcome (docs/architecture.md, "The harness's own tests")
+CHANGED_BY_PLUGIN_DISCOVERY = {
+    "tests.test_task_manager.TestTaskManagerIntegration::test_include_defaults_false_with_custom_path":
+        "counts every task of a TaskManager(include_defaults=False, include_path=...): #4015 adds the plugins' tasks",
+}
+# what pip prints when the package index cannot be reached (then the test is skipped, not failed)
+UNREACHABLE = ("NewConnectionError", "Could not fetch URL", "Temporary failure in name resolution",
+               "Network is unreachable", "ConnectTimeout", "ProxyError", "Max retries exceeded")
+
+
+def _run(cmd: list, cwd: Path, env: dict | None = None, timeout: float = 3600) -> subprocess.CompletedProcess:
+    return subprocess.run([str(c) for c in cmd], cwd=cwd, env=harness_env(env), capture_output=True, text=True,
+                          timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def harness_tests(tmp_path_factory) -> Path:
+    """A directory holding the installed harness version's tests (from its sdist) and an empty pytest config."""
+    version = importlib.metadata.version("lm_eval")
+    download = tmp_path_factory.mktemp("sdist")
+    proc = _run([sys.executable, "-m", "pip", "download", "--no-binary", ":all:", "--no-deps", "--no-build-isolation",
+                 f"lm-eval=={version}", "-d", download], cwd=download, timeout=900)
+    if proc.returncode != 0:
+        if any(marker in proc.stdout + proc.stderr for marker in UNREACHABLE):
+            pytest.skip(f"the package index cannot be reached to download the sdist of lm-eval {version}")
+        pytest.fail(f"pip download of lm-eval {version}'s sdist failed:\n{proc.stderr[-3000:]}")
+    (sdist,) = download.glob("lm_eval-*.tar.gz")
+    root = tmp_path_factory.mktemp("harness_tests")
+    with tarfile.open(sdist) as archive:
+        members = {Path(m.name).name: m for m in archive.getmembers() if Path(m.name).parent.name == "tests"}
+        missing = [name for name in HARNESS_TEST_FILES if name not in members]
+        assert not missing, f"the sdist of lm-eval {version} has no tests/{', tests/'.join(missing)}"
+        for name in HARNESS_TEST_FILES:
+            (root / "tests").mkdir(exist_ok=True)
+            (root / "tests" / name).write_bytes(archive.extractfile(members[name]).read())
+    (root / "pytest.ini").write_text("[pytest]\n")  # the rootdir: neither the sdist's config nor this project's
+    return root
+
+
+def _outcomes(root: Path, label: str, env: dict) -> dict[str, str]:
+    """Each test's outcome (passed, failed, error, skipped) in one pytest run of the harness's tests."""
+    report = root / f"{label}.xml"
+    proc = _run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-c", root / "pytest.ini",
+                 "--rootdir", root, f"--junitxml={report}", *(root / "tests" / n for n in HARNESS_TEST_FILES)],
+                cwd=root, env=env)
+    assert report.is_file(), f"the harness's tests did not run ({label}):\n{proc.stdout[-3000:]}{proc.stderr[-3000:]}"
+    outcomes = {}
+    for case in ET.parse(report).getroot().iter("testcase"):
+        kinds = [child.tag for child in case if child.tag in ("failure", "error", "skipped")]
+        outcomes[f"{case.get('classname')}::{case.get('name')}"] = {"failure": "failed"}.get(kinds[0], kinds[0]) \
+            if kinds else "passed"
+    return outcomes
+
+
+@pytest.mark.slow
+def test_the_harness_own_tests_give_the_same_outcomes_with_the_plugin(harness_tests):
+    active = _outcomes(harness_tests, "plugin", {})
+    alone = _outcomes(harness_tests, "alone", {"LM_EVAL_EXT_AUTOLOAD": "0"})
+    assert active.keys() == alone.keys() and len(alone) > 100
+    differ = {test: (alone[test], active[test]) for test in alone if alone[test] != active[test]}
+    assert differ.keys() == CHANGED_BY_PLUGIN_DISCOVERY.keys(), (
+        "outcome (without the plugin, with it) of the harness's tests that differ, besides the listed ones: "
+        f"{ {t: o for t, o in differ.items() if t not in CHANGED_BY_PLUGIN_DISCOVERY} }; listed but alike: "
+        f"{sorted(CHANGED_BY_PLUGIN_DISCOVERY.keys() - differ.keys())}")
+    assert set(differ.values()) == {("passed", "failed")}

@@ -1,0 +1,189 @@
+"""Judge calls bounded in time and size, against the stub server's misbehaving replies.
+
+A reply that streams forever (1 KiB every 10 ms, never ending) is cut at the call's deadline, a
+reply far over the size cap at the cap; both are faults of that try, retried, then the item's judge
+failure. The probe is bounded the same way. A judge that stops answering mid-run trips the circuit
+breaker. The deadlines here are a fraction of a second (judge option ``timeout``): the tests assert
+what happened (the failure counted, the bytes the server could send, the error paragraph), never
+how long it took.
+"""
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+
+import pytest
+
+from lm_eval_ext.judge import resolve_config
+from lm_eval_ext.judge.client import CallBudget, JudgeClient, TransientError
+from lm_eval_ext.judge.errors import JudgeUnreachableError
+from lm_eval_ext.judge.probe import probe
+from lm_eval_ext.judge.runner import Judge
+from doubles import LM_EVAL_EXT
+from doubles.stub_openai import StubOpenAIServer
+from helpers.judge import FAKE_KEY, KEY_ENV, config, items, score_by_index
+from helpers.judge_toy import judge_scoring_all, results_and_samples, write_task_dir
+
+CAP = 64 * 1024
+HUGE = 32 * 2**20  # more than loopback socket buffers can hold: a client that stops reading stops the server
+
+
+@pytest.fixture(autouse=True)
+def _judge_key(monkeypatch):
+    monkeypatch.setenv(KEY_ENV, FAKE_KEY)
+
+
+def _ended(srv, kind: str) -> list[dict]:
+    """The requests that got ``kind`` (trickle, huge), once the server's handlers have noticed their end."""
+    entries = [r for r in srv.requests if r["fault"] == kind]
+    for _ in range(500):  # a bounded wait for the handler threads, not a timing assertion
+        if all("cut" in r and (r["cut"] or r["sent"] >= HUGE) for r in entries):
+            break
+        time.sleep(0.01)
+    return entries
+
+
+def test_a_huge_reply_is_cut_at_the_cap_retried_then_a_judge_failure(tmp_path):
+    # item 0 first, alone; then item 1 gets a 32 MB reply on each of its 3 tries; the others are fine
+    with StubOpenAIServer(responder=score_by_index, fault_sequence=[None, "huge", "huge", "huge"],
+                          huge_bytes=HUGE) as srv:
+        judge = Judge(config(srv, tmp_path, concurrency=1, retries=2, max_reply_bytes=CAP), progress=False)
+        results = judge.run(items(4))
+        cut = _ended(srv, "huge")
+    assert [r.status for r in results] == ["scored", "failed", "scored", "scored"]
+    assert results[1].failure == "transport" and f"more than {CAP} bytes" in results[1].detail
+    assert judge.stats.retries == {"too_large": 2} and judge.stats.failures == {"transport": 1}
+    # each of the 3 tries was cut by the client: the server could not send the whole reply
+    assert len(cut) == 3 and all(r["cut"] and r["sent"] < HUGE for r in cut)
+    judge.close()
+    with sqlite3.connect(tmp_path / "judge_cache.sqlite") as db:  # nothing of the cut replies is cached
+        assert db.execute("SELECT COUNT(*) FROM judge_replies").fetchone() == (3,)
+
+
+def test_a_reply_that_never_ends_is_cut_at_the_deadline_and_retried(tmp_path):
+    """1 KiB every 10 ms, forever: no read ever waits long, yet the call ends at its deadline."""
+    with StubOpenAIServer(responder=score_by_index, fault_sequence=[None, "trickle", "trickle"]) as srv:
+        judge = Judge(config(srv, tmp_path, concurrency=1, retries=2, timeout=0.5), progress=False)
+        results = judge.run(items(3))
+        cut = _ended(srv, "trickle")
+    assert [r.score for r in results] == [1.0, 2.0, 3.0]  # item 1 on its third try
+    assert judge.stats.retries == {"timeout": 2}
+    assert len(cut) == 2 and all(r["cut"] for r in cut)  # the client hung up, not the stub
+
+
+def test_the_cap_counts_the_whole_body(tmp_path):
+    """A reply of exactly the cap passes; with the cap one byte smaller it is cut."""
+    import httpx
+
+    text = "x" * 1000 + " \\boxed{4}"
+    request = {"model": "m", "messages": []}
+    with StubOpenAIServer(text=text) as srv:
+        size = len(httpx.post(f"{srv.base_url}/chat/completions", json=request).content)
+
+        def client(cap: int) -> JudgeClient:
+            return JudgeClient(config(srv, tmp_path, max_reply_bytes=cap), stop=threading.Event(),
+                               budget=CallBudget(None))
+
+        assert client(size).complete(request, tries=1) == text
+        with pytest.raises(TransientError) as err:
+            client(size - 1).complete(request, tries=1)
+    assert err.value.kind == "too_large" and f"more than {size - 1} bytes" in str(err.value)
+
+
+def test_a_judge_that_stops_answering_trips_the_circuit_breaker(tmp_path):
+    """6 replies, then every call streams forever: the run stops when 3 calls in a row got nothing back and
+    nothing came for `timeout` seconds, long before the items in flight have used their 7 tries each."""
+    with StubOpenAIServer(responder=score_by_index, fault_sequence=[None] * 6, faults={"trickle": 1.0}) as srv:
+        judge = Judge(config(srv, tmp_path, concurrency=4, timeout=0.3, retries=6), progress=False)
+        with pytest.raises(JudgeUnreachableError) as err:
+            judge.run(items(40))
+        # 6 answered, then at most the 4 items in flight, each tried at most twice (7 times each without it)
+        assert 6 + 3 <= srv.call_count <= 6 + 4 * 2 and judge.stats.calls == srv.call_count
+        port = srv.port
+    message = str(err.value)
+    assert message.startswith(f"The judge at 127.0.0.1:{port} could not be used: no whole reply from")
+    assert "3 judge calls in a row timed out or could not connect, and nothing came back from the judge for " \
+           "0.3 s" in message and "judge_timeout" in message and "\n" not in message
+    judge.close()
+    with sqlite3.connect(tmp_path / "judge_cache.sqlite") as db:  # the replies before the hang are kept
+        assert db.execute("SELECT COUNT(*) FROM judge_replies").fetchone() == (6,)
+
+
+def test_scattered_timeouts_of_a_busy_judge_do_not_trip_the_breaker(tmp_path):
+    """One call in six streams forever, the others answer (in 50 ms): replies keep coming between the timeouts,
+    so the breaker (at 2 in a row) never trips and the run ends with every item judged (an item whose every
+    try was cut is its own judge failure)."""
+    with StubOpenAIServer(responder=score_by_index, delay_s=0.05, fault_sequence=(["trickle"] + [None] * 5) * 6
+                          ) as srv:
+        judge = Judge(config(srv, tmp_path, concurrency=2, timeout=0.3, retries=3, stop_after_timeouts=2),
+                      progress=False)
+        results = judge.run(items(20))
+        trickled = sum(r["fault"] == "trickle" for r in srv.requests)
+    # each cut try was retried, or was the last try of an item that failed
+    assert trickled >= 3 and judge.stats.retries == {"timeout": trickled - judge.stats.failures["transport"]}
+    assert all(r.score == float(i % 10 + 1) or r.failure == "transport" for i, r in enumerate(results))
+    assert sum(r.scored for r in results) >= 20 - trickled // 4
+
+
+@pytest.mark.parametrize("where", ["models", "probe request"])
+@pytest.mark.parametrize("fault", ["trickle", "huge"])
+def test_the_probe_is_bounded_the_same_way(tmp_path, where, fault):
+    stub = {"models_fault": fault} if where == "models" else {"fault_sequence": [fault], "models": ()}
+    with StubOpenAIServer(text="\\boxed{5}", huge_bytes=HUGE, **stub) as srv:
+        judge_config = config(srv, tmp_path, timeout=0.5, max_reply_bytes=CAP)
+        if where == "models" and fault == "huge":
+            probe(judge_config)  # a model list over the cap is no list: the probe request decides
+            assert [r["method"] for r in srv.requests] == ["GET", "POST"]
+            return
+        with pytest.raises(JudgeUnreachableError) as err:
+            probe(judge_config)
+        cut = _ended(srv, fault)
+        port = srv.port
+    assert len(cut) == 1 and cut[0]["cut"] and cut[0]["sent"] < HUGE
+    message = str(err.value)
+    assert message.startswith(f"The judge at 127.0.0.1:{port} (model stub-judge)")
+    assert ("no whole reply" in message) if fault == "trickle" else (f"more than {CAP} bytes" in message)
+    assert "Nothing was generated" in message and "\n" not in message
+
+
+def test_the_options_are_checked():
+    from lm_eval_ext.judge.errors import JudgeConfigError
+
+    for bad in ({"max_reply_bytes": 0}, {"stop_after_timeouts": -1}, {"timeout": 0}):
+        with pytest.raises(JudgeConfigError, match=next(iter(bad))):
+            resolve_config(explicit=bad, environ={})
+
+
+@pytest.mark.slow
+def test_a_judge_that_hangs_after_the_probe_stops_the_run_and_resume_finishes_it(tmp_path, run_cli):
+    """`lm-eval-ext run`: the judge answers the probe, then every call streams forever. The breaker stops the
+    run with one paragraph naming the saved answers; `lm-eval-ext resume` with a working judge finishes it."""
+    import re
+
+    folder = write_task_dir(tmp_path)
+    out, cache = tmp_path / "out", tmp_path / "judge_cache.sqlite"
+    with StubOpenAIServer(responder=judge_scoring_all, fault_sequence=[None], faults={"trickle": 1.0},
+                          models=()) as srv:
+        proc = run_cli([*LM_EVAL_EXT, "run", "--model", "ext-canned-gen",
+                        "--model_args", f"responses={tmp_path / 'responses.json'}", "--tasks", "judged_toy",
+                        "--include_path", str(folder), "--output_path", str(out), "--log_samples",
+                        "--metadata", f"judge_base_url={srv.base_url}", f"judge_api_key_env={KEY_ENV}",
+                        f"judge_cache={cache}", "judge_timeout=0.5", "judge_retry_wait=0.01"],
+                       env={KEY_ENV: FAKE_KEY}, timeout=300)
+        judge_posts = len([r for r in srv.requests if r["method"] == "POST"]) - 1
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr and not list(out.rglob("results_*.json"))
+    assert 3 <= judge_posts <= 3 * 2  # 3 answers in flight at once (concurrency 8), each tried at most twice
+    (line,) = [line for line in proc.stderr.splitlines() if "could not be used" in line]
+    assert "3 judge calls in a row timed out or could not connect" in line
+    saved = re.search(r"`lm-eval-ext resume (\S+)` finishes the judging", line).group(1)
+    with StubOpenAIServer(responder=judge_scoring_all, models=()) as srv:
+        proc = run_cli(["lm-eval-ext", "resume", saved, "--metadata", f"judge_base_url={srv.base_url}",
+                        f"judge_api_key_env={KEY_ENV}", f"judge_cache={cache}"],
+                       env={KEY_ENV: FAKE_KEY}, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    results, samples = results_and_samples(out, "judged_toy")
+    assert results["results"]["judged_toy"]["score,judge"] == 4.0  # (9 + 2 + 1) / 3
+    assert results["results"]["judged_toy"]["judge_failures,judge"] == 0 and len(samples) == 3
+
