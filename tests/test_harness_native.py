@@ -316,8 +316,8 @@ def test_install_then_uninstall_in_a_fresh_venv(tmp_path, run_cli, editable, req
 
 @pytest.mark.slow
 @skip_where_broken("validate")
-def test_plain_lm_eval_lists_and_validates_every_plugin_task(run_cli):
-    proc = run_cli(["lm_eval", "ls", "tasks"], timeout=600)
+def test_plain_lm_eval_lists_and_validates_every_plugin_task(run_cli, plain_task_listing):
+    proc = plain_task_listing  # lm_eval ls tasks
     assert proc.returncode == 0, proc.stderr
     table = proc.stdout.replace(" ", "")
     for name in PLUGIN_TASKS:

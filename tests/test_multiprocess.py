@@ -22,7 +22,8 @@ from helpers.harness import skip_where_broken
 from helpers.runs import Run, assert_same_run, lm_eval_run, summation_order_difference
 from helpers.scripted import MAGNIFICO_GOLDS, elitr_meeting_rules, litm_kv4_rules, write_lieder_table
 
-pytestmark = [pytest.mark.multiprocess, skip_where_broken("samples")]  # the runs select documents
+pytestmark = [pytest.mark.multiprocess, pytest.mark.xdist_group("multiprocess"),  # one worker builds `runs`
+              skip_where_broken("samples")]  # the runs select documents
 
 TASKS = ("lieder_base", "litm_kv_generated", "magnifico_direct_plausible", "elitr_bench_qa_dev_mt")
 # ELITR dev qa: meeting 1 is documents 0-16, meeting 2 17-30, meeting 3 from 31. Process 0 takes meetings 1 and
