@@ -91,6 +91,17 @@ def runs(tmp_path_factory, data_dir, tiny_model_dir) -> dict:
     return out
 
 
+@pytest.mark.slow
+def test_lm_eval_ext_run_in_two_processes(tmp_path, data_dir):
+    """`lm-eval-ext run` under torchrun: the first process writes the results (and checks them), the other does
+    not fail for writing none."""
+    table = write_lieder_table(data_dir, tmp_path / "table.json")
+    out = lm_eval_run(["--model", "ext-scripted-dist", "--model_args", f"table={table}", "--tasks", "lieder_base",
+                       "--limit", "8"], tmp_path / "run", processes=2, program="lm-eval-ext")
+    (results_file,) = out.rglob("results_*.json")
+    assert json.loads(results_file.read_text())["n-samples"]["lieder_base"]["effective"] == 8
+
+
 # The harness's padding (several processes make as many model calls): process 1 has 3 ELITR requests, process 0
 # seven; its last one (meeting 2, turn 4) is repeated four times more, answered without generating.
 PADDED = {"elitr_bench_qa_dev_mt": {20: ("resps",)}}
