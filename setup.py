@@ -95,6 +95,7 @@ setup(
             "openai>=1.40",
             "httpx>=0.23",
             "pytest>=8",
+            "pytest-xdist>=3.6",  # the suite runs on every core (pyproject.toml's addopts)
             "playwright",
             "wandb",  # the harness's W&B logger, run offline by the tests
         ],

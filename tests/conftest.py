@@ -1,5 +1,5 @@
 """Shared fixtures: the tiny hf model, the OpenAI stub server, the data mirror, a CLI runner, and result
-directories written by the real harness (built by tests/helpers/scripted.py, once per session).
+directories written by the real harness (built by tests/helpers/scripted.py, once per test run).
 
 The test doubles (tests/doubles) are registered with the harness here for this process; subprocesses
 that need them run ``python -m doubles lm_eval ...`` (``doubles.LM_EVAL`` / ``doubles.LM_EVAL_EXT``).
@@ -11,6 +11,7 @@ them only through ``$LM_EVAL_EXT_DATA_DIR`` and are skipped, with one reason, wh
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import subprocess
 import sys
@@ -29,6 +30,12 @@ _FROM_CHECKOUT = importlib.util.find_spec("lm_eval_ext") is None
 if _FROM_CHECKOUT:
     sys.path.insert(0, str(PROJECT_ROOT))
 
+# One torch thread per process (a user's own setting wins): pytest-xdist already runs a worker per core, and
+# torch's default of a thread per core in every worker and harness subprocess oversubscribes the cores, where
+# its threads' spin-waiting burns CPU time (measured: the tiny model's runs take 40% less CPU). Set before
+# anything imports torch; subprocesses inherit it.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
 # Subprocesses started by run_cli get these on top of the current environment.
 OFFLINE_ENV = {
     "HF_HUB_OFFLINE": "1",
@@ -40,10 +47,11 @@ OFFLINE_ENV = {
 
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory) -> Path:
-    """Directory of the tiny random Llama (2 layers, hidden 64, vocab 1000), built once per session."""
+    """Directory of the tiny random Llama (2 layers, hidden 64, vocab 1000), built once per test run."""
     from doubles.tiny_model import build_tiny_model
+    from helpers.once import built_once
 
-    return build_tiny_model(tmp_path_factory.mktemp("tiny_model"))
+    return built_once(tmp_path_factory, "tiny_model", build_tiny_model)
 
 
 @pytest.fixture
@@ -81,12 +89,21 @@ def pytest_configure(config):
                                 "mirror, or unset it to skip the tests that need the datasets.")
 
 
-@pytest.hookimpl(tryfirst=True)  # before `-m` selects by marker
+# Fixtures that start processes: a subprocess per call (run_cli) or harness runs built once per test run.
+SLOW_FIXTURES = {"run_cli", "plain_task_listing", "plain_task_listing_with_tasks_dir", "tiny_model_dir",
+                 "lieder_scripted", "lieder_tiny", "litm_scripted", "magnifico_scripted", "elitr_scripted"}
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` selects by marker (and before pytest-xdist reads xdist_group)
 def pytest_collection_modifyitems(items):
-    # Every test that takes the mirror is marked, so `-m "not requires_data"` selects the rest.
+    # Every test that takes the mirror is marked, so `-m "not requires_data"` selects the rest; every test that
+    # starts a process through a fixture is slow, so `-m "not slow"` is the quick selection (docs/testing.md).
     for item in items:
-        if "data_dir" in getattr(item, "fixturenames", ()):
+        names = set(getattr(item, "fixturenames", ()))
+        if "data_dir" in names:
             item.add_marker(pytest.mark.requires_data)
+        if names & SLOW_FIXTURES:
+            item.add_marker(pytest.mark.slow)
 
 
 def pytest_runtest_setup(item):
@@ -120,6 +137,23 @@ def data_dir() -> Path:
     return mirror
 
 
+def _run_command(cmd, *, cwd, env: dict | None = None, timeout: float = 600, input: str | None = None):
+    full_env = {**os.environ, **OFFLINE_ENV}
+    full_env["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), full_env.get("PATH", "")])
+    paths = [str(TESTS_DIR), str(PROJECT_ROOT) if _FROM_CHECKOUT else None, full_env.get("PYTHONPATH")]
+    full_env["PYTHONPATH"] = os.pathsep.join(filter(None, paths))
+    full_env.update(env or {})
+    return subprocess.run(
+        [str(c) for c in cmd],
+        cwd=cwd,
+        env=full_env,
+        input=input,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
 @pytest.fixture
 def run_cli(tmp_path):
     """Run a command (list of str) in a subprocess; returns the ``CompletedProcess``, asserts nothing.
@@ -132,22 +166,42 @@ def run_cli(tmp_path):
     """
 
     def run(cmd, *, env: dict | None = None, cwd=None, timeout: float = 600, input: str | None = None):
-        full_env = {**os.environ, **OFFLINE_ENV}
-        full_env["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), full_env.get("PATH", "")])
-        paths = [str(TESTS_DIR), str(PROJECT_ROOT) if _FROM_CHECKOUT else None, full_env.get("PYTHONPATH")]
-        full_env["PYTHONPATH"] = os.pathsep.join(filter(None, paths))
-        full_env.update(env or {})
-        return subprocess.run(
-            [str(c) for c in cmd],
-            cwd=cwd or tmp_path,
-            env=full_env,
-            input=input,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-        )
+        return _run_command(cmd, cwd=cwd or tmp_path, env=env, timeout=timeout, input=input)
 
     return run
+
+
+def _listing_once(tmp_path_factory, name: str, with_tasks_dir: bool) -> subprocess.CompletedProcess:
+    """``lm_eval ls tasks`` (with ``--include_path`` of ``lm-eval-ext tasks-dir``), run once per test run."""
+    from helpers.once import built_once
+
+    def build(directory: Path) -> Path:
+        cmd = ["lm_eval", "ls", "tasks"]
+        if with_tasks_dir:
+            tasks_dir = _run_command(["lm-eval-ext", "tasks-dir"], cwd=directory)
+            assert tasks_dir.returncode == 0, tasks_dir.stderr
+            cmd += ["--include_path", tasks_dir.stdout.strip()]
+        proc = _run_command(cmd, cwd=directory)
+        saved = directory / "listing.json"
+        saved.write_text(json.dumps({"args": cmd, "returncode": proc.returncode, "stdout": proc.stdout,
+                                     "stderr": proc.stderr}))
+        return saved
+
+    return subprocess.CompletedProcess(**json.loads(built_once(tmp_path_factory, name, build).read_text()))
+
+
+@pytest.fixture(scope="session")
+def plain_task_listing(tmp_path_factory) -> subprocess.CompletedProcess:
+    """``lm_eval ls tasks``: the plain harness, the plugin found through its start-up hook. Run once per test run
+    for every test that checks what it lists (it indexes the harness's ~14,700 built-in tasks); asserts nothing."""
+    return _listing_once(tmp_path_factory, "lm_eval_ls_tasks", with_tasks_dir=False)
+
+
+@pytest.fixture(scope="session")
+def plain_task_listing_with_tasks_dir(tmp_path_factory) -> subprocess.CompletedProcess:
+    """``lm_eval ls tasks --include_path DIR``, DIR printed by ``lm-eval-ext tasks-dir``; like
+    :func:`plain_task_listing`, run once per test run; asserts nothing."""
+    return _listing_once(tmp_path_factory, "lm_eval_ls_tasks_dir", with_tasks_dir=True)
 
 
 # -- result directories written by the real harness (report, export and leaderboard tests) ----------------
@@ -157,37 +211,42 @@ def run_cli(tmp_path):
 def lieder_scripted(tmp_path_factory, data_dir) -> Path:
     """lieder (base + diff) and lieder_two with a scripted log-likelihood table (helpers/scripted.py)."""
     from helpers import scripted
+    from helpers.once import built_once
 
-    return scripted.lieder_scripted(tmp_path_factory.mktemp("lieder_scripted"), data_dir)
+    return built_once(tmp_path_factory, "lieder_scripted", lambda tmp: scripted.lieder_scripted(tmp, data_dir))
 
 
 @pytest.fixture(scope="session")
 def lieder_tiny(tmp_path_factory, data_dir, tiny_model_dir) -> Path:
     """lieder (base + diff) with the tiny random hf model."""
     from helpers import scripted
+    from helpers.once import built_once
 
-    return scripted.lieder_tiny(tmp_path_factory.mktemp("lieder_tiny"), tiny_model_dir)
+    return built_once(tmp_path_factory, "lieder_tiny", lambda tmp: scripted.lieder_tiny(tmp, tiny_model_dir))
 
 
 @pytest.fixture(scope="session")
 def litm_scripted(tmp_path_factory, data_dir, tiny_model_dir) -> Path:
     """Four Lost in the Middle runs of one scripted model (helpers/scripted.py); their parent directory."""
     from helpers import scripted
+    from helpers.once import built_once
 
-    return scripted.litm_scripted(tmp_path_factory.mktemp("litm_scripted"), data_dir, tiny_model_dir)
+    return built_once(tmp_path_factory, "litm_scripted", lambda tmp: scripted.litm_scripted(tmp, data_dir, tiny_model_dir))
 
 
 @pytest.fixture(scope="session")
 def magnifico_scripted(tmp_path_factory, data_dir) -> Path:
     """Three MAGNIFICo runs of one scripted model (helpers/scripted.py); their parent directory."""
     from helpers import scripted
+    from helpers.once import built_once
 
-    return scripted.magnifico_scripted(tmp_path_factory.mktemp("magnifico_scripted"), data_dir)
+    return built_once(tmp_path_factory, "magnifico_scripted", lambda tmp: scripted.magnifico_scripted(tmp, data_dir))
 
 
 @pytest.fixture(scope="session")
 def elitr_scripted(tmp_path_factory, data_dir) -> Path:
     """Two seed runs of the ELITR-Bench dev tasks judged by a stub judge (helpers/scripted.py)."""
     from helpers import scripted
+    from helpers.once import built_once
 
-    return scripted.elitr_scripted(tmp_path_factory.mktemp("elitr_scripted"))
+    return built_once(tmp_path_factory, "elitr_scripted", lambda tmp: scripted.elitr_scripted(tmp))

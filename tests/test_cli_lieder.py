@@ -34,11 +34,12 @@ def test_version_and_help(run_cli):
         assert flag in proc.stdout, f"harness flag {flag} missing from `lm-eval-ext run --help`"
 
 
-def test_tasks_dir_is_listed_by_plain_harness(run_cli):
+def test_tasks_dir_is_listed_by_plain_harness(run_cli, plain_task_listing_with_tasks_dir):
     tasks = _tasks_dir(run_cli)
     assert sorted(p.name for p in (tasks / "lieder").glob("lieder*.yaml")) == [
         "lieder.yaml", "lieder_base.yaml", "lieder_diff.yaml", "lieder_two.yaml"]
-    proc = run_cli(["lm_eval", "ls", "tasks", "--include_path", str(tasks)], timeout=300)
+    proc = plain_task_listing_with_tasks_dir  # lm_eval ls tasks --include_path <that directory>
+    assert proc.args[-1] == str(tasks)
     assert proc.returncode == 0, proc.stderr
     for name in TASK_NAMES:
         assert f" {name} " in proc.stdout or f"|{name}|" in proc.stdout.replace(" ", ""), f"{name} not listed"

@@ -124,9 +124,8 @@ def test_small_context_window_policy(run_cli, tiny_model_dir, data_dir, tmp_path
 
 
 @pytest.mark.slow
-def test_tasks_are_listed_by_the_plain_harness(run_cli):
-    tasks_dir = run_cli(["lm-eval-ext", "tasks-dir"]).stdout.strip()
-    proc = run_cli(["lm_eval", "ls", "tasks", "--include_path", tasks_dir], timeout=300)
+def test_tasks_are_listed_by_the_plain_harness(plain_task_listing_with_tasks_dir):
+    proc = plain_task_listing_with_tasks_dir  # lm_eval ls tasks --include_path "$(lm-eval-ext tasks-dir)"
     assert proc.returncode == 0, proc.stderr
     listed = proc.stdout.replace(" ", "")
     for name in ("lost_in_the_middle", "litm_qa_10docs", "litm_qa_30docs_qac", "litm_qa_20docs_random_order",

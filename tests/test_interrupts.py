@@ -57,13 +57,19 @@ def _command(tmp_path: Path, program: list[str], srv) -> list[str]:
             "--limit", str(N), "--output_path", str(tmp_path / "out"), "--log_samples", "--metadata", json.dumps(metadata)]
 
 
+def _ctrl_c_as_at_a_terminal() -> None:
+    """In the child, before it starts: SIGINT's default action, as a command typed at a terminal has it. A test
+    run started in the background (``pytest ... &``) ignores SIGINT, and a child would inherit that."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _interrupted(tmp_path: Path, program: list[str], signum: int, srv) -> tuple[int, str]:
     """Run ``program`` until the stub has seen a judge call, send ``signum``; the exit status and stderr."""
     env = harness_env({KEY_ENV: KEY})
     log = tmp_path / "stderr.txt"
     with log.open("w") as stderr:
         proc = subprocess.Popen(_command(tmp_path, program, srv), env=env, cwd=tmp_path, stdout=subprocess.DEVNULL,
-                                stderr=stderr)
+                                stderr=stderr, preexec_fn=_ctrl_c_as_at_a_terminal)
         deadline = time.monotonic() + HANG_GUARD
         while not judge_calls(srv) and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -125,7 +131,7 @@ except KeyboardInterrupt:
 @pytest.mark.parametrize("setup", ["", "interrupts.handle_signals()"], ids=["lm_eval", "lm-eval-ext run"])
 def test_a_second_ctrl_c_stops_at_once(tmp_path, setup):
     proc = subprocess.Popen([sys.executable, "-c", SLOW_CLEANUP.format(setup=setup)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True,
+                            stderr=subprocess.PIPE, text=True, preexec_fn=_ctrl_c_as_at_a_terminal,
                             env={**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [
                                 str(Path(__file__).resolve().parents[1]), os.environ.get("PYTHONPATH")]))})
     try:

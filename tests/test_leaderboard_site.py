@@ -17,7 +17,7 @@ import pytest
 from helpers.browser import browser_page, requires_chromium
 from helpers.files import FIXTURES, PROJECT_ROOT
 
-pytestmark = requires_chromium
+pytestmark = [requires_chromium, pytest.mark.xdist_group("leaderboard_site")]  # one worker builds `site`
 RESULTS = FIXTURES / "results"
 SCREENSHOT = PROJECT_ROOT / "docs" / "images" / "leaderboard_screenshot.png"
 EXPORTED_AT = "2030-01-01T00:00:00+00:00"

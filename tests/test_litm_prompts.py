@@ -14,6 +14,8 @@ from helpers.prompts import prompt_mismatch, read_fixture_jsonl
 
 from lm_eval_ext.litm import prompts
 
+pytestmark = pytest.mark.xdist_group("litm_prompts")  # one worker builds `litm_tasks`
+
 PARTIAL = ("partial_first_release_2023/ViktorTorp+lost-in-the-middle/qa_predictions/20_total_documents/gpt_reordered/"
            "nq-open-20_total_documents_gold_at_0-gpt-35-reorder-predictions-scored.jsonl.gz")
 INSTRUCTION = ("Write a high-quality answer for the given question using only the provided search results "

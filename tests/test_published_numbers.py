@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.xdist_group("published_numbers")  # one worker loads `published`
+
 # The paper's 15 informative comparisons and the properties each tests (Zhu & Frank 2024, typed from the
 # paper's comparison table), and the two controls.
 LIEDER_INFORMATIVE = {

@@ -14,7 +14,7 @@ RESULTS = FIXTURES / "results"
 SOURCES = [str(RESULTS / name) for name in ("lieder_limit", "litm", "magnifico", "elitr")]
 TABLES = ("lieder_properties", "lieder_comparisons", "litm_summary", "litm_positions", "magnifico_summary", "elitr_scores")
 
-pytestmark = pytest.mark.filterwarnings("ignore")
+pytestmark = [pytest.mark.filterwarnings("ignore"), pytest.mark.xdist_group("report_published")]  # one report build
 
 
 @pytest.fixture(scope="module")

@@ -184,6 +184,7 @@ def test_needs_nothing():
 """
 
 
+@pytest.mark.slow  # four pytest sessions in subprocesses
 def test_requires_data_skips_with_one_reason_or_runs(pytester, monkeypatch):
     pytester.makeconftest((Path(__file__).parent / "conftest.py").read_text(encoding="utf-8"))
     tests = str(Path(__file__).parent)  # where the conftest imports the test doubles from

@@ -44,7 +44,8 @@ def _real_vllm_reason() -> str | None:
 BACKENDS = [pytest.param("stand-in", id="stand-in"),
             pytest.param("vllm", id="real-vllm", marks=pytest.mark.skipif(_real_vllm_reason() is not None,
                                                                           reason=_real_vllm_reason() or ""))]
-pytestmark = [pytest.mark.vllm, skip_where_broken("samples")]  # the runs select documents
+pytestmark = [pytest.mark.vllm, pytest.mark.xdist_group("vllm"),  # one worker builds `vllm_runs`
+              skip_where_broken("samples")]  # the runs select documents
 
 
 def judge_score(question: str) -> int:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import logging
 import shutil
 import sys
@@ -72,7 +73,9 @@ def main(argv: list[str]) -> int:
     sys.argv = ["lm_eval", "run", *argv]
     cli_evaluate()
     saved = answers.run_dir(_metadata(args))
-    results = _check_results(Path(args.output_path).expanduser(), started, saved) if args.output_path else []
+    # in a multi-process run (torchrun, accelerate) only the first process writes the results files
+    writes_results = args.output_path and os.environ.get("RANK", "0") == "0"
+    results = _check_results(Path(args.output_path).expanduser(), started, saved) if writes_results else []
     unjudged = _judge_failures(results)
     if unjudged and saved.is_dir():
         print(f"lm-eval-ext: note: the judge failed on {unjudged} answer(s), so the run's answers are kept in {saved}: "

@@ -13,6 +13,9 @@ DEFECTS = {
                               "--samples with --log_samples"},
     "sample_count": {"0.4.12": "lm-eval 0.4.12 writes as a task's sample_len and n-samples effective the count of "
                                  "the last metric it aggregates (fewer for a metric only some documents report)"},
+    "wandb_loglikelihood": {"0.5.0.dev1": "lm-eval 0.5.0.dev1's W&B logger reads a log-likelihood task's filtered "
+                                          "responses one list level too shallow (IndexError: 'Logging to W&B "
+                                          "failed'), for its own tasks too"},
     "validate": {"0.5.0.dev1": "lm-eval 0.5.0.dev1's `lm_eval validate` reports unknown tasks as found"},
 }
 

@@ -24,14 +24,17 @@ def harness_env(extra: dict | None = None) -> dict:
     return {**env, **extra}
 
 
-def lm_eval_run(args: list, cwd: Path, processes: int = 1, env: dict | None = None, timeout: float = 900) -> Path:
-    """``lm_eval run ARGS --output_path out --log_samples`` (with the test doubles) in ``cwd``: one process, or
-    ``processes`` under ``torchrun --standalone`` (a free rendezvous port); returns ``cwd/out``."""
-    from doubles import LM_EVAL
+def lm_eval_run(args: list, cwd: Path, processes: int = 1, env: dict | None = None, timeout: float = 900,
+                program: str = "lm_eval") -> Path:
+    """``lm_eval run ARGS --output_path out --log_samples`` (with the test doubles; ``program="lm-eval-ext"``
+    for ``lm-eval-ext run``) in ``cwd``: one process, or ``processes`` under ``torchrun --standalone`` (a free
+    rendezvous port); returns ``cwd/out``."""
+    from doubles import LM_EVAL, LM_EVAL_EXT
 
+    command = {"lm_eval": LM_EVAL, "lm-eval-ext": LM_EVAL_EXT}[program]
     cwd.mkdir(parents=True, exist_ok=True)
-    launcher = list(LM_EVAL) if processes == 1 else [
-        str(BIN / "torchrun"), "--standalone", "--nproc_per_node", str(processes), *LM_EVAL[1:]]
+    launcher = list(command) if processes == 1 else [
+        str(BIN / "torchrun"), "--standalone", "--nproc_per_node", str(processes), *command[1:]]
     cmd = [*launcher, "run", *map(str, args), "--output_path", "out", "--log_samples"]
     proc = subprocess.run(cmd, cwd=cwd, env=harness_env({"OMP_NUM_THREADS": "1", **(env or {})}),
                           capture_output=True, text=True, timeout=timeout)
