@@ -152,7 +152,7 @@ def test_items_with_failing_gold_or_missing_database_are_excluded_and_counted(da
 
 
 def test_testsuite_comparison_option(data_dir, tmp_path):
-    """--metadata comparison=testsuite accepts reordered rows and columns when the gold query does not order."""
+    """The --metadata option comparison "testsuite" accepts reordered rows and columns when the gold query does not order."""
     rows = _rows(data_dir, "yellow_card/plausible/test.tsv")
     # item 13: gold "select min(t2.hs) , t1.ppos ... group by t1.ppos" (no ORDER BY) gives
     #   [(1600, 'goalie'), (600, 'mid')]; the answer below gives [('mid', 600), ('goalie', 1600)]:

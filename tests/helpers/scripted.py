@@ -177,7 +177,7 @@ def litm_scripted(tmp: Path, data_dir: Path, tiny_model_dir: Path) -> Path:
 
 # -- MAGNIFICo with canned SQL ------------------------------------------------------------------
 #
-# Run 1 (--metadata interpretations=maximum,average): direct, description (end, start) and
+# Run 1 (interpretations "maximum,average" in --metadata): direct, description (end, start) and
 # few-shot tasks (plausible / foreign forms) and the dialogue start/end tasks. The model
 # answers with the gold SQL:
 #   - in the "-- <question>\nSELECT" prompts (direct, description, few-shot): every item of
