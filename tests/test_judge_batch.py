@@ -180,22 +180,14 @@ def test_dry_run_writes_the_request_file_and_collect_reads_an_offline_runners_ou
     assert [r.score for r in results] == [1.0, 2.0, 3.0]
 
 
-def _elitr_judge(request: dict) -> str:
-    answer = re.search(r"### Response to evaluate:\n(.*?)\n\n###", request["messages"][-1]["content"], re.S).group(1)
-    return f"Fine. \\boxed{{{answer[1:] if answer.startswith('A') else 10}}}"
-
-
 @pytest.mark.slow
 def test_a_run_killed_mid_poll_is_finished_by_resume_paying_nothing_twice(run_cli, data_dir, tmp_path):
-    from helpers.judge import is_probe
-    from lm_eval_ext.elitr.data import build_documents
+    from helpers.judge import is_probe, scoring_the_answer, write_elitr_answers
 
     n, task = 4, "elitr_bench_qa_dev_st"
-    docs, _ = build_documents("qa", "dev", "en")
-    rules = [{"contains": doc["question"].strip(), "response": f"A{k + 3}"} for k, doc in enumerate(docs[:n])]
-    (tmp_path / "responses.json").write_text(json.dumps({"rules": rules, "default": None}))
+    write_elitr_answers(tmp_path / "responses.json", n)
     answers = tmp_path / "answers"
-    with StubOpenAIServer(responder=_elitr_judge, models=(), batch={"polls_to_finish": 10**9}) as srv:
+    with StubOpenAIServer(responder=scoring_the_answer, models=(), batch={"polls_to_finish": 10**9}) as srv:
         flags = ["--model", "ext-canned-gen", "--model_args", f"responses={tmp_path / 'responses.json'}",
                  "--tasks", task, "--limit", str(n), "--output_path", str(tmp_path / "out"), "--metadata",
                  json.dumps({"judge_base_url": srv.base_url, "judge_api_key_env": KEY_ENV,

@@ -18,6 +18,7 @@ from lm_eval_ext.judge.runner import Judge
 from lm_eval_ext.judge.usage import METER, JudgeCostLimitError, add_up
 from doubles import LM_EVAL_EXT
 from doubles.stub_openai import StubOpenAIServer
+from helpers.judge import scoring_the_answer, write_elitr_answers
 
 KEY_ENV = "LMX_TEST_JUDGE_KEY"
 REPLY = "Fine. \\boxed{7}"
@@ -134,18 +135,13 @@ FEEDBACK = ("Feedback: the response is compared with the reference answer on the
 
 
 def _feedback_judge(request: dict) -> str:
-    answer = re.search(r"### Response to evaluate:\n(.*?)\n\n###", request["messages"][-1]["content"], re.S).group(1)
-    return f"{FEEDBACK}\\boxed{{{answer[1:] if answer.startswith('A') else 10}}}"
+    return scoring_the_answer(request, feedback=FEEDBACK)
 
 
 @pytest.mark.slow
 def test_preflight_estimate_is_within_ten_percent_of_what_the_run_spent(run_cli, data_dir, tmp_path):
-    from lm_eval_ext.elitr.data import build_documents
-
     n, task = 8, "elitr_bench_qa_dev_st"
-    docs, _ = build_documents("qa", "dev", "en")
-    rules = [{"contains": doc["question"].strip(), "response": f"A{k % 8 + 3}"} for k, doc in enumerate(docs[:n])]
-    (tmp_path / "responses.json").write_text(json.dumps({"rules": rules, "default": None}))
+    write_elitr_answers(tmp_path / "responses.json", n)
     with StubOpenAIServer(responder=_feedback_judge, models=()) as srv:
         proc = run_cli([*LM_EVAL_EXT, "run", "--model", "ext-canned-gen", "--model_args",
                         f"responses={tmp_path / 'responses.json'}", "--tasks", task, "--limit", str(n),

@@ -7,6 +7,7 @@ counts judge calls leaves it out with :func:`judge_calls`.
 """
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -61,3 +62,20 @@ def score_by_index(request: dict) -> str:
     if response.startswith("bad"):
         return "I cannot grade this."
     return f"Feedback: fine. \\boxed{{{int(response[1:]) % 10 + 1}}}"
+
+
+def scoring_the_answer(request: dict, feedback: str = "Fine. ") -> str:
+    """A judge's reply that scores an answer "A<n>" with n (any other answer, e.g. the probe's, with 10)."""
+    answer = response_of(request)
+    return f"{feedback}\\boxed{{{answer[1:] if answer.startswith('A') else 10}}}"
+
+
+def write_elitr_answers(path: Path, n: int) -> Path:
+    """Rules for the scripted model (``ext-canned-gen``): question k (0-based) of ELITR-Bench's QA dev set, of the
+    first ``n``, is answered "A<k+3>" (the judge of :func:`scoring_the_answer` scores it k + 3)."""
+    from lm_eval_ext.elitr.data import build_documents
+
+    docs, _ = build_documents("qa", "dev", "en")
+    rules = [{"contains": doc["question"].strip(), "response": f"A{k + 3}"} for k, doc in enumerate(docs[:n])]
+    path.write_text(json.dumps({"rules": rules, "default": None}))
+    return path
