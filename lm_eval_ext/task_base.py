@@ -188,6 +188,18 @@ class ExtTask(ConfigurableTask):
         """Add ``info`` to this task's ``metadata`` in the results file (``configs.<task>.metadata``)."""
         self.set_config(key="metadata", value={**(self.config.metadata or {}), **info})
 
+    def of_every_process(self, items: list) -> list:
+        """``items`` of this process followed by those of the others, in rank order (the run's whole list in a
+        multi-process run, where the first process writes the results file; ``items`` itself in one process).
+        Every process must call it at the same point (a collective exchange)."""
+        if self._world_size == 1:
+            return items
+        import torch.distributed as dist
+
+        gathered = [None] * self._world_size
+        dist.all_gather_object(gathered, items)
+        return [item for part in gathered for item in part]
+
     # -- requests -----------------------------------------------------------------------------
 
     def build_all_requests(self, **kwargs) -> None:

@@ -142,18 +142,19 @@ def test_two_positions_have_a_gap_but_no_middle_drop_on_generated_data(tmp_path)
     assert results["n-samples"]["litm_kv_generated"] == {"original": 4, "effective": 4}
 
 
-def test_too_long_prompts_are_skipped_never_sent_and_counted(data_dir, tmp_path, tiny_model_dir):
+def test_a_task_whose_prompts_are_all_too_long_stops_before_the_model_is_called(data_dir, tmp_path, tiny_model_dir):
     # The tiny model's window (2048, from its config through `pretrained`) is far below any 20-document
-    # prompt with its 1,000-token vocabulary: every prompt is held back and the model is never called.
-    results, calls = evaluate(tmp_path, ["litm_qa_20docs"], [], "unused",
-                              {"litm_qa_file": str(Path(data_dir) / PARTIAL), "pretrained": str(tiny_model_dir)}, limit=10)
-    # 2 questions x 5 positions, all skipped; no accuracy at all (no sentinel)
-    positions = (1, 5, 10, 15, 20)
-    check(metrics(results, "litm_qa_20docs"), counts(positions, skipped=dict.fromkeys(positions, 2)))
-    assert calls == []
-    sample = results["samples"]["litm_qa_20docs"][0]
-    assert sample["resps"] == [[None]] and sample["filtered_resps"] == [None] and sample["prompts_skipped"] == 1
-    assert sample["arguments"][0][0].startswith("Write a high-quality answer")  # the prompt is logged all the same
+    # prompt with its 1,000-token vocabulary: every prompt would be held back, so nothing could be scored, and
+    # the task stops with one paragraph before the model is called (test_length_policy_on_mixed_lengths counts
+    # the skipped prompts of a task that has some left).
+    from lm_eval_ext.prompt_length import NothingToScoreError
+
+    with pytest.raises(NothingToScoreError) as stopped:
+        evaluate(tmp_path, ["litm_qa_20docs"], [], "unused",
+                 {"litm_qa_file": str(Path(data_dir) / PARTIAL), "pretrained": str(tiny_model_dir)}, limit=10)
+    assert str(stopped.value).startswith("Task litm_qa_20docs: none of its 10 prompts fits the model's context "
+                                         f"length 2048 (the model config of {tiny_model_dir})")
+    assert not (tmp_path / "calls.jsonl").exists()  # the model was never called
 
 
 def _oracle_examples() -> list[dict]:
@@ -209,9 +210,12 @@ def test_chat_template_wraps_the_prompt_and_is_what_gets_measured(tmp_path, tiny
     assert n_raw < n_templated
     # a window where the bare prompt fits (with 100 generated tokens) and the templated one does not
     window = n_templated + 100 - 1
-    results, calls = evaluate(tmp_path, ["litm_qa_closedbook"], [], "unused",
-                              {"max_length": window, "tokenizer": str(tiny_model_dir)}, limit=1, apply_chat_template=True)
-    assert results["results"]["litm_qa_closedbook"]["prompts_skipped,first_line"] == 1 and calls == []
+    from lm_eval_ext.prompt_length import NothingToScoreError
+
+    with pytest.raises(NothingToScoreError, match=f"none of its 1 prompts fits the model's context length {window} "):
+        evaluate(tmp_path, ["litm_qa_closedbook"], [], "unused",
+                 {"max_length": window, "tokenizer": str(tiny_model_dir)}, limit=1, apply_chat_template=True)
+    assert not (tmp_path / "calls.jsonl").exists()  # measured with the template: too long, never sent
     results, calls = evaluate(tmp_path, ["litm_qa_closedbook"], [], "unused",
                               {"max_length": window + 1, "tokenizer": str(tiny_model_dir)}, limit=1, apply_chat_template=True)
     assert calls[0]["prompts"] == [templated]

@@ -236,8 +236,9 @@ class JudgedTask(ExtTask):
                         "until they are judged: %s", self.config.task, sum(failures.values()), len(instances),
                         ", ".join(f"{n} {kind}" for kind, n in failures.items()), again)
         # after judging: `judge` in the metadata is also the judge option's name
-        self.record_run_info(judge={**config_record(config, judge_setup(config)).to_dict(), "run": judged_counts(results),
-                                    "usage": judged_usage(results, config)})
+        everyone = self.of_every_process(results)  # the counts and costs of the whole run, not one process's share
+        self.record_run_info(judge={**config_record(config, judge_setup(config)).to_dict(),
+                                    "run": judged_counts(everyone), "usage": judged_usage(everyone, config)})
         return instances
 
     def document_metrics(self, doc: dict, results: list) -> dict:
