@@ -10,16 +10,15 @@ import zipfile
 import zlib
 from pathlib import Path, PurePosixPath
 
-from .errors import DataError
+from .errors import REVIEW, DataError
 
-_DRIVE = re.compile(r"^[A-Za-z]:")
 _READ_ERRORS = (RuntimeError, NotImplementedError, zipfile.BadZipFile, tarfile.TarError, zlib.error, EOFError, OSError)
 
 
 def check_member_name(name: str, archive: Path | str, link: str | None = None) -> None:
-    """Reject member names that could land outside the extraction directory, and links (``link`` names the kind)."""
+    """Refuse a member name that could land outside the extraction directory, or a link (``link`` names its kind)."""
     normalized = name.replace("\\", "/")
-    problem = ("absolute path" if normalized.startswith("/") or _DRIVE.match(normalized)
+    problem = ("absolute path" if normalized.startswith("/") or re.match(r"^[A-Za-z]:", normalized)
                else "'..' path component" if ".." in PurePosixPath(normalized).parts else link)
     if problem:
         raise DataError(f"Unsafe entry {name!r} in archive {archive}: {problem}. Nothing was extracted.")
@@ -35,72 +34,57 @@ def _open_zip(path: Path, shown: str | None = None) -> zipfile.ZipFile:
         return zipfile.ZipFile(path)
     except (zipfile.BadZipFile, OSError) as err:
         if shown is not None:  # a transient download: its path means nothing to the user
-            raise DataError(
-                f"{shown} is not a readable zip archive ({err}): the download is corrupted or truncated. "
-                "Nothing was saved. Retry later; if it persists, the upstream file changed and the registry "
-                "(lm_eval_ext/data/manifest.json) needs review."
-            ) from None
-        raise DataError(
-            f"{path} is not a readable zip archive ({err}). It is corrupted or truncated: "
-            "delete it and fetch it again (`lm-eval-ext data fetch NAME`)."
-        ) from None
+            raise DataError(f"{shown} is not a readable zip archive ({err}): the download is corrupted or truncated. "
+                            f"Nothing was saved. Retry later; if it persists, the upstream file changed and {REVIEW}"
+                            ) from None
+        raise DataError(f"{path} is not a readable zip archive ({err}). It is corrupted or truncated: "
+                        "delete it and fetch it again (`lm-eval-ext data fetch NAME`).") from None
 
 
 def read_zip_bytes(path: Path, member: str, password: bytes | None = None) -> bytes:
-    """Read one member of the zip at ``path`` into memory (never onto disk).
+    """Read one member of the zip at ``path`` into memory, never onto disk (ZipCrypto yes, AES no).
 
-    Handles ZipCrypto-encrypted members (Python's zipfile cannot read AES).
-    A corrupted archive, a wrong or missing password, or a missing member
-    raises DataError.
+    A corrupted archive, a wrong or missing password, or a missing member raises DataError.
     """
     with _open_zip(path) as zf:
         try:
             info = zf.getinfo(member)
         except KeyError:
             names = [n for n in zf.namelist() if not n.endswith("/")]
-            raise DataError(
-                f"Archive {path} has no member {member!r}. Its members are: {', '.join(names[:20])}"
-                + (" ..." if len(names) > 20 else "")
-            ) from None
+            raise DataError(f"Archive {path} has no member {member!r}. Its members are: {', '.join(names[:20])}"
+                            + (" ..." if len(names) > 20 else "")) from None
         encrypted = bool(info.flag_bits & 0x1)
         try:
             return zf.read(info, pwd=password)
-        except RuntimeError as err:
-            # zipfile reports a bad or absent password as RuntimeError.
+        except RuntimeError as err:  # zipfile's word for a bad or absent password
             if encrypted and password is None:
                 raise DataError(f"Member {member!r} of {path} is encrypted: a password is required.") from None
             raise DataError(f"Wrong password for member {member!r} of {path} ({err}).") from None
         except NotImplementedError as err:
             raise DataError(f"Cannot read member {member!r} of {path}: {err}.") from None
         except _READ_ERRORS as err:
-            # With ZipCrypto a wrong password passes the 1-byte check 1 time in 256
-            # and then fails here, as garbage; say so.
+            # A wrong ZipCrypto password passes the 1-byte check 1 time in 256, then fails here as garbage.
             maybe = " or the password is wrong" if encrypted else ""
-            raise DataError(
-                f"Member {member!r} of {path} could not be read ({err}): the archive is corrupted{maybe}. "
-                "Delete it and fetch it again (`lm-eval-ext data fetch NAME`)."
-            ) from None
+            raise DataError(f"Member {member!r} of {path} could not be read ({err}): the archive is corrupted{maybe}. "
+                            "Delete it and fetch it again (`lm-eval-ext data fetch NAME`).") from None
 
 
-def read_members_by_suffix(path: Path, suffixes: list[str], shown: str | None = None) -> dict[str, bytes]:
-    """Read the zip members whose path ends with each suffix (at a '/' boundary).
+def read_members_by_suffix(path: Path, suffixes: list[str], shown: str) -> dict[str, bytes]:
+    """``{suffix: bytes}`` of the zip members whose path ends with each suffix (at a '/' boundary).
 
-    Returns ``{suffix: bytes}`` for the suffixes found. Member names are never
-    used as output paths; links are refused all the same. Errors name the
-    archive as ``shown`` (e.g. the URL it was downloaded from) when given.
+    Member names are never used as paths; links are refused all the same. Errors call the archive ``shown``.
     """
     found: dict[str, bytes] = {}
-    where = shown or str(path)
     with _open_zip(path, shown) as zf:
         for info in zf.infolist():
             name = info.filename.replace("\\", "/")
             for suffix in set(suffixes) - found.keys():
                 if name == suffix or name.endswith("/" + suffix):
-                    check_member_name(info.filename, where, _zip_link(info))
+                    check_member_name(info.filename, shown, _zip_link(info))
                     try:
                         found[suffix] = zf.read(info)
                     except _READ_ERRORS as err:
-                        raise DataError(f"Member {info.filename!r} of {where} could not be read: {err}.") from None
+                        raise DataError(f"Member {info.filename!r} of {shown} could not be read: {err}.") from None
     return found
 
 
@@ -108,12 +92,9 @@ def safe_extract(archive_path: str | os.PathLike, dest_dir: str | os.PathLike,
                  members: list[str] | None = None) -> Path:
     """Extract a zip or tar archive (all entries, or ``members``) into ``dest_dir`` with pooch's Unzip/Untar.
 
-    Every entry of the archive is checked first: ``..`` components, absolute
-    paths, drive letters, links and special files raise DataError naming the
-    entry (pooch would extract them, or quietly rename them). The archive is
-    extracted into a temporary directory next to ``dest_dir``, which is
-    renamed into place only when everything succeeded; ``dest_dir`` must not
-    exist yet (or be empty). Returns ``dest_dir``.
+    Every entry is checked first (pooch would extract or quietly rename an unsafe one): ``..``, absolute
+    paths, drive letters, links and special files raise DataError naming the entry. The output is renamed
+    into place only when complete; ``dest_dir`` must be absent or empty. Returns ``dest_dir``.
     """
     import pooch  # imported when first needed: it costs start-up time
 
@@ -133,8 +114,7 @@ def safe_extract(archive_path: str | os.PathLike, dest_dir: str | os.PathLike,
             raise DataError(f"{archive} is neither a zip nor a tar archive (or it is corrupted).")
         for name, link in entries:
             check_member_name(name, archive, link)
-        absent = set(members or ()) - {name for name, _ in entries}
-        if absent:
+        if absent := set(members or ()) - {name for name, _ in entries}:
             raise DataError(f"Archive {archive} has no member {sorted(absent)[0]!r}. Nothing was extracted.")
         dest.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(dir=dest.parent, prefix=f".{dest.name}.", suffix=".extract") as tmp:

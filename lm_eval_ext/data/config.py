@@ -1,20 +1,14 @@
-"""Environment settings of the data layer (read on every call, so tests can monkeypatch)."""
+"""Environment settings of the data layer, read on every call (so tests can monkeypatch them)."""
 from __future__ import annotations
 
 import os
 from pathlib import Path
 from urllib.parse import urlsplit
 
-DATA_DIR_ENV = "LM_EVAL_EXT_DATA_DIR"
-CACHE_DIR_ENV = "LM_EVAL_EXT_CACHE_DIR"
-SPIDER_DIR_ENV = "LM_EVAL_EXT_SPIDER_DIR"
-OFFLINE_ENV = "LM_EVAL_EXT_OFFLINE"
+DATA_DIR_ENV, CACHE_DIR_ENV, SPIDER_DIR_ENV = "LM_EVAL_EXT_DATA_DIR", "LM_EVAL_EXT_CACHE_DIR", "LM_EVAL_EXT_SPIDER_DIR"
 DOWNLOAD_BASE_ENV = "LM_EVAL_EXT_DOWNLOAD_BASE"
-# The harness's own offline switches also forbid our downloads: a user who set
-# them expects no network traffic at all.
-OFFLINE_ENVS = (OFFLINE_ENV, "HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")
-
-_TRUE = {"1", "true", "yes", "on"}
+# The harness's offline switches forbid our downloads too: a user who set them expects no network traffic.
+OFFLINE_ENVS = ("LM_EVAL_EXT_OFFLINE", "HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")
 
 
 def _path_from(variable: str) -> Path | None:
@@ -33,9 +27,8 @@ def spider_dir() -> Path | None:
 
 
 def cache_dir() -> Path:
-    """The user cache: ``$LM_EVAL_EXT_CACHE_DIR``, else the platform's (``~/.cache/lm_eval_ext`` on Linux)."""
-    given = _path_from(CACHE_DIR_ENV)
-    if given is not None:
+    """The user cache: ``$LM_EVAL_EXT_CACHE_DIR``, else pooch's ``os_cache`` (``~/.cache/lm_eval_ext`` on Linux)."""
+    if (given := _path_from(CACHE_DIR_ENV)) is not None:
         return given
     import pooch  # imported only when needed: it costs start-up time
 
@@ -43,21 +36,12 @@ def cache_dir() -> Path:
 
 
 def offline_reason() -> str | None:
-    """Name the variable that forbids downloads (e.g. ``LM_EVAL_EXT_OFFLINE=1``), or None."""
-    for name in OFFLINE_ENVS:
-        if os.environ.get(name, "").strip().lower() in _TRUE:
-            return f"{name}={os.environ[name]}"
-    return None
+    """The setting that forbids downloads (e.g. ``LM_EVAL_EXT_OFFLINE=1``), or None."""
+    return next((f"{name}={os.environ[name]}" for name in OFFLINE_ENVS
+                 if os.environ.get(name, "").strip().lower() in {"1", "true", "yes", "on"}), None)
 
 
 def download_url(url: str) -> str:
-    """Map a canonical URL to the one actually fetched.
-
-    With ``$LM_EVAL_EXT_DOWNLOAD_BASE`` set (an internal mirror, or a test
-    server), ``https://host/path`` becomes ``$BASE/host/path``.
-    """
-    base = os.environ.get(DOWNLOAD_BASE_ENV, "").strip()
-    if not base:
-        return url
-    parts = urlsplit(url)
-    return f"{base.rstrip('/')}/{parts.netloc}{parts.path}"
+    """The URL fetched for ``url``: ``$LM_EVAL_EXT_DOWNLOAD_BASE/host/path`` when that is set (an internal mirror)."""
+    base, parts = os.environ.get(DOWNLOAD_BASE_ENV, "").strip(), urlsplit(url)
+    return f"{base.rstrip('/')}/{parts.netloc}{parts.path}" if base else url

@@ -1,19 +1,12 @@
-"""The one exception type the data layer raises for problems a user can fix."""
-
+"""The data layer's exceptions: each message is one complete, user-facing paragraph."""
 from ..errors import UserError
+
+REVIEW = "the registry (lm_eval_ext/data/manifest.json) needs review."
 
 
 class DataError(UserError):
-    """A dataset file is missing, corrupted, unsafe or unreadable.
-
-    The message is a complete, user-facing paragraph (what failed, where the
-    data layer looked, what to do), so callers can print ``str(err)`` as is.
-    """
+    """A dataset file is missing, corrupted, unsafe or unreadable (what failed, where it looked, what to do)."""
 
 
 class DownloadError(DataError):
-    """A download failed for a transport reason (network, HTTP status, offline).
-
-    Kept distinct so resolution can turn it into the full "looked here, do this"
-    paragraph, while checksum mismatches keep their own message.
-    """
+    """A download failed in transport (network, HTTP status, offline): resolution adds where it looked."""

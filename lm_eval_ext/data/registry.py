@@ -1,4 +1,4 @@
-"""The registry of dataset files, loaded from the packaged manifest.json."""
+"""The registry (manifest.json): every dataset file with its sha256, size and canonical source."""
 from __future__ import annotations
 
 import difflib
@@ -10,20 +10,14 @@ from pathlib import Path
 from .errors import DataError
 
 MANIFEST_PATH = Path(__file__).with_name("manifest.json")
-
-# Kept literal (and checked against the manifest by the tests) so importing the
-# data layer does not parse the manifest.
+# Literal (the tests check it against the manifest) so that importing the data layer does not parse the manifest.
 DATASETS: tuple[str, ...] = ("lieder", "lost_in_the_middle", "magnifico", "spider", "elitr_bench")
 
 
 @dataclass(frozen=True)
 class PinnedFile:
-    """One registered file: where it comes from and what it must hash to.
-
-    ``url`` is the pinned canonical download URL, or None when the file is
-    only found inside an archive (``archive_url`` + ``member``, the member's
-    path suffix) or has no public source at all (``note`` then says why).
-    """
+    """A registered file: its pinned ``url``, else the ``member`` (a path suffix) of ``archive_url``, else a
+    ``note`` saying why it has no public source."""
 
     dataset: str
     path: str
@@ -36,35 +30,30 @@ class PinnedFile:
 
     @property
     def source(self) -> str:
-        """A human-readable description of the canonical source."""
-        if self.url:
-            return self.url
-        return f"member {self.member} of {self.archive_url}" if self.archive_url else "no canonical download URL"
+        """The canonical source, in words."""
+        where = f"member {self.member} of {self.archive_url}" if self.archive_url else "no canonical download URL"
+        return self.url or where
 
 
 @lru_cache(maxsize=1)
 def _registry() -> dict[str, dict[str, PinnedFile]]:
-    raw = json.loads(MANIFEST_PATH.read_text(encoding="utf-8"))
-    # A file whose entry has no "url" key lives at url_base + its path; an
-    # explicit null means there is no direct URL.
-    return {name: {item["path"]: PinnedFile(name, item["path"], item["sha256"], item["size"],
-                                            item.get("url", entry["url_base"] + item["path"]),
-                                            item.get("archive", {}).get("url"), item.get("archive", {}).get("member"),
-                                            item.get("note"))
-                   for item in entry["files"]}
-            for name, entry in raw["datasets"].items()}
+    raw = json.loads(MANIFEST_PATH.read_text(encoding="utf-8"))["datasets"]
+    # No "url" key: the file is at url_base + path; an explicit null: it has no URL of its own.
+    return {name: {f["path"]: PinnedFile(name, f["path"], f["sha256"], f["size"],
+                                         f.get("url", entry["url_base"] + f["path"]),
+                                         *(f.get("archive", {}).get(key) for key in ("url", "member")), f.get("note"))
+                   for f in entry["files"]} for name, entry in raw.items()}
 
 
-def _check_dataset(dataset: str) -> dict[str, PinnedFile]:
-    files = _registry().get(dataset)
-    if files is None:
+def _files_of(dataset: str) -> dict[str, PinnedFile]:
+    if dataset not in _registry():
         raise DataError(f"Unknown dataset {dataset!r}. Known datasets: {', '.join(DATASETS)}.")
-    return files
+    return _registry()[dataset]
 
 
 def dataset_files(dataset: str) -> list[PinnedFile]:
     """All registered files of a dataset, sorted by path."""
-    return sorted(_check_dataset(dataset).values(), key=lambda pinned: pinned.path)
+    return sorted(_files_of(dataset).values(), key=lambda pinned: pinned.path)
 
 
 def all_files() -> list[PinnedFile]:
@@ -74,14 +63,11 @@ def all_files() -> list[PinnedFile]:
 
 def pinned_file(dataset: str, path: str) -> PinnedFile:
     """The registry entry for ``path`` (relative to the dataset folder); DataError if unknown."""
-    files = _check_dataset(dataset)
-    pinned = files.get(path)
-    if pinned is None:
-        close = difflib.get_close_matches(path, list(files), n=3)
-        hint = f" Did you mean: {', '.join(close)}?" if close else ""
-        extra = " Spider databases are not registered files: use spider_database_dir()." if dataset == "spider" else ""
-        raise DataError(
-            f"{path!r} is not a registered file of dataset {dataset!r}.{hint}{extra} "
-            f"`lm-eval-ext data verify {dataset}` lists the registered files that are present."
-        )
-    return pinned
+    files = _files_of(dataset)
+    if path in files:
+        return files[path]
+    close = difflib.get_close_matches(path, list(files), n=3)
+    hint = f" Did you mean: {', '.join(close)}?" if close else ""
+    extra = " Spider databases are not registered files: use spider_database_dir()." if dataset == "spider" else ""
+    raise DataError(f"{path!r} is not a registered file of dataset {dataset!r}.{hint}{extra} "
+                    f"`lm-eval-ext data verify {dataset}` lists the registered files that are present.")

@@ -1,4 +1,4 @@
-"""The Spider 1.0 SQLite databases MAGNIFICo runs against (no stable URL: user-provided)."""
+"""The Spider 1.0 SQLite databases MAGNIFICo runs against: no stable URL, so the user provides them."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -15,24 +15,18 @@ _HOW_TO_GET = (
 
 
 def spider_database_location() -> tuple[Path, str]:
-    """The configured database directory and where the setting came from (not checked)."""
-    explicit = config.spider_dir()
-    if explicit is not None:
+    """The configured database directory (not checked) and the setting it came from."""
+    if (explicit := config.spider_dir()) is not None:
         return explicit, config.SPIDER_DIR_ENV
-    mirror = config.mirror_dir()
-    if mirror is not None:
+    if (mirror := config.mirror_dir()) is not None:
         return mirror / "spider" / "database", "mirror"
     raise DataError(f"No Spider database directory is configured ({config.SPIDER_DIR_ENV} and "
                     f"{config.DATA_DIR_ENV} are both unset). {_HOW_TO_GET}")
 
 
 def spider_database_dir() -> Path:
-    """The directory holding ``<db_id>/<db_id>.sqlite``.
-
-    ``$LM_EVAL_EXT_SPIDER_DIR``, else ``$LM_EVAL_EXT_DATA_DIR/spider/database``.
-    Raises DataError, explaining how to obtain Spider 1.0, when neither is set,
-    the directory is missing, or it holds no database.
-    """
+    """The directory of ``<db_id>/<db_id>.sqlite`` files: ``$LM_EVAL_EXT_SPIDER_DIR``, else the mirror's
+    ``spider/database``; DataError, saying how to get Spider 1.0, when unset, missing or empty."""
     directory, origin = spider_database_location()
     if not directory.is_dir():
         raise DataError(f"The Spider database directory {directory} (from {origin}) does not exist. {_HOW_TO_GET}")
@@ -43,24 +37,15 @@ def spider_database_dir() -> Path:
 
 
 def spider_database_path(db_id: str) -> Path:
-    """The .sqlite file of Spider database ``db_id``; DataError if it is absent.
-
-    Matches the folder name case-insensitively: the official release has four
-    mixed-case ids (e.g. ``cre_Doc_Tracking_DB``) that MAGNIFICo writes in
-    lower case.
-    """
+    """The .sqlite file of database ``db_id``, the folder matched case-insensitively (the release spells four
+    ids, e.g. ``cre_Doc_Tracking_DB``, in mixed case, MAGNIFICo in lower case); DataError if it is absent."""
     directory = spider_database_dir()
-    exact = directory / db_id / f"{db_id}.sqlite"
-    if exact.is_file():
+    if (exact := directory / db_id / f"{db_id}.sqlite").is_file():
         return exact
-    for sub in directory.iterdir():
-        if sub.is_dir() and sub.name.lower() == db_id.lower():
-            for candidate in sub.glob("*.sqlite"):
-                if candidate.stem.lower() == db_id.lower():
-                    return candidate
-    raise DataError(
-        f"Spider database {db_id!r} is missing: {exact} does not exist. Copy "
-        f"database/{db_id}/{db_id}.sqlite from the official Spider 1.0 release "
-        f"(https://yale-lily.github.io/spider) to {directory / db_id}/, or point {config.SPIDER_DIR_ENV} "
-        "to a complete Spider `database` folder."
-    )
+    for candidate in directory.glob("*/*.sqlite"):
+        if candidate.parent.name.lower() == candidate.stem.lower() == db_id.lower():
+            return candidate
+    raise DataError(f"Spider database {db_id!r} is missing: {exact} does not exist. Copy "
+                    f"database/{db_id}/{db_id}.sqlite from the official Spider 1.0 release "
+                    f"(https://yale-lily.github.io/spider) to {directory / db_id}/, or point {config.SPIDER_DIR_ENV} "
+                    "to a complete Spider `database` folder.")
