@@ -10,6 +10,8 @@ import zipfile
 import zlib
 from pathlib import Path, PurePosixPath
 
+import pooch
+
 from .errors import REVIEW, DataError
 
 _READ_ERRORS = (RuntimeError, NotImplementedError, zipfile.BadZipFile, tarfile.TarError, zlib.error, EOFError, OSError)
@@ -96,8 +98,6 @@ def safe_extract(archive_path: str | os.PathLike, dest_dir: str | os.PathLike,
     paths, drive letters, links and special files raise DataError naming the entry. The output is renamed
     into place only when complete; ``dest_dir`` must be absent or empty. Returns ``dest_dir``.
     """
-    import pooch  # imported when first needed: it costs start-up time
-
     archive, dest = Path(archive_path), Path(dest_dir)
     if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
         raise DataError(f"Cannot extract {archive} into {dest}: it already exists and is not empty.")

@@ -28,12 +28,6 @@ class PinnedFile:
     member: str | None = None
     note: str | None = None
 
-    @property
-    def source(self) -> str:
-        """The canonical source, in words."""
-        where = f"member {self.member} of {self.archive_url}" if self.archive_url else "no canonical download URL"
-        return self.url or where
-
 
 @lru_cache(maxsize=1)
 def _registry() -> dict[str, dict[str, PinnedFile]]:

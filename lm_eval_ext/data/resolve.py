@@ -10,6 +10,8 @@ from functools import lru_cache
 from pathlib import Path, PurePosixPath
 from typing import NamedTuple
 
+import pooch
+
 from ..atomic_write import atomic_write_bytes
 from . import config
 from .archives import read_members_by_suffix, read_zip_bytes
@@ -30,17 +32,13 @@ class Resolution(NamedTuple):
     how: str
 
 
-@lru_cache(maxsize=None)
-def _file_sha256(path: str, size: int, mtime_ns: int) -> str:
-    import pooch  # imported when first needed: it costs start-up time
-
-    return pooch.file_hash(path)
-
-
 def sha256_of(path: Path) -> str:
     """The sha256 of a local file, hashed once per process unless it changes (size or mtime)."""
     st = path.stat()
-    return _file_sha256(str(path.resolve()), st.st_size, st.st_mtime_ns)
+    return _file_hash(str(path.resolve()), st.st_size, st.st_mtime_ns)
+
+
+_file_hash = lru_cache(maxsize=None)(lambda path, size, mtime_ns: pooch.file_hash(path))
 
 
 def local_candidates(pinned: PinnedFile) -> list[tuple[str, Path]]:
@@ -66,11 +64,12 @@ def resolve(dataset: str, path: str, explicit: str | os.PathLike | None = None) 
     for where, candidate in local_candidates(pinned):
         if candidate.is_file():
             if (actual := sha256_of(candidate)) != pinned.sha256:
-                raise checksum_error(f"{candidate} ({where} copy of {dataset}/{path})", pinned.sha256, actual,
-                                     f"Replace it with a good copy (canonical source: {pinned.source}), or unset "
-                                     f"{config.DATA_DIR_ENV} and run `lm-eval-ext data fetch {dataset}`."
-                                     if where == "mirror" else
-                                     f"Delete {candidate} and run `lm-eval-ext data fetch {dataset}` to download it again.")
+                source = pinned.url or (f"member {pinned.member} of {pinned.archive_url}" if pinned.archive_url
+                                        else "no canonical download URL")
+                advice = (f"Replace it with a good copy (canonical source: {source}), or unset {config.DATA_DIR_ENV} "
+                          f"and run `lm-eval-ext data fetch {dataset}`." if where == "mirror" else
+                          f"Delete {candidate} and run `lm-eval-ext data fetch {dataset}` to download it again.")
+                raise checksum_error(f"{candidate} ({where} copy of {dataset}/{path})", pinned.sha256, actual, advice)
             return Resolution(candidate, where)
         looked.append(f"the {where} ({candidate}: not there)")
     fix = f"set {config.DATA_DIR_ENV} to a mirror directory that holds {dataset}/{path}"
