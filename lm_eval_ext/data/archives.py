@@ -1,6 +1,4 @@
 """Archives: reading (encrypted) zip members in memory, and zip/tar extraction that refuses unsafe entries."""
-from __future__ import annotations
-
 import os
 import re
 import stat

@@ -1,6 +1,4 @@
 """The ``lm-eval-ext data`` command group: fetch, verify and where."""
-from __future__ import annotations
-
 import argparse
 import sys
 from collections import Counter

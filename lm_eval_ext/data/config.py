@@ -1,6 +1,4 @@
 """Environment settings of the data layer, read on every call (so tests can monkeypatch them)."""
-from __future__ import annotations
-
 import os
 from pathlib import Path
 from urllib.parse import urlsplit

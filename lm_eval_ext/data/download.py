@@ -2,8 +2,6 @@
 checks the sha256, moves the file into place only when it matches, and retries a dropped connection or a
 mismatch. Here: a client error (404) is made final, the bar is hidden off a terminal, errors are one paragraph.
 """
-from __future__ import annotations
-
 from pathlib import Path
 
 import pooch

@@ -5,8 +5,6 @@ new one is added at its dataset's ``url_base``. Registered files the mirror lack
 multi-document QA and kv-300 files) keep their entries, from the checksum table of lost_in_the_middle/FORMAT.md
 in nelson-liu/lost-in-the-middle@29b8a6d.
 """
-from __future__ import annotations
-
 import argparse
 import json
 from pathlib import Path

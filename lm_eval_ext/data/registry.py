@@ -1,6 +1,4 @@
 """The registry (manifest.json): every dataset file with its sha256, size and canonical source."""
-from __future__ import annotations
-
 import difflib
 import json
 from dataclasses import dataclass

@@ -1,6 +1,4 @@
 """Find a dataset file: an explicit path, the mirror, the user cache, else a download into the cache."""
-from __future__ import annotations
-
 import hashlib
 import logging
 import os

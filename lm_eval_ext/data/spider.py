@@ -1,6 +1,4 @@
 """The Spider 1.0 SQLite databases MAGNIFICo runs against: no stable URL, so the user provides them."""
-from __future__ import annotations
-
 from pathlib import Path
 
 from . import config
