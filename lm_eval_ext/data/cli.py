@@ -21,7 +21,7 @@ def add_data_parser(subparsers: argparse._SubParsersAction) -> argparse.Argument
         ("verify", verify_command, "check the sha256 of every registered file found locally"),
     ):
         command = sub.add_parser(name, help=text)
-        command.add_argument("names", nargs="*", metavar="NAME", help=f"datasets (default: all of {', '.join(DATASETS)})")
+        command.add_argument("names", nargs="*", metavar="NAME", help=f"datasets (default: {', '.join(DATASETS)})")
         command.set_defaults(func=func)
     where = sub.add_parser("where", help="print where a dataset (file) is and how it was found")
     where.add_argument("name", metavar="NAME", choices=DATASETS, help="dataset")

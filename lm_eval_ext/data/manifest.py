@@ -27,7 +27,7 @@ def build(mirror: Path, current: dict) -> dict:
             if not rel.endswith(".md") and not (name == "spider" and rel.startswith("database/")):
                 entries[rel] = {**entries.get(rel, {"path": rel}), "sha256": file_hash(str(path)),
                                 "size": path.stat().st_size}
-        datasets[name] = {"url_base": current["datasets"][name]["url_base"], "files": [entries[k] for k in sorted(entries)]}
+        datasets[name] = {**current["datasets"][name], "files": [entries[k] for k in sorted(entries)]}
     return {"format": 1, "datasets": datasets}
 
 

@@ -18,7 +18,7 @@ from .errors import REVIEW, DataError, DownloadError
 from .registry import PinnedFile, all_files, pinned_file
 
 logger = logging.getLogger(__name__)
-# (archive URL, cache) -> the problem of each file path when this process fetched the archive (see resolve).
+# (archive URL, cache) -> the problem of each file path when this process fetched the archive.
 _archive_problems: dict[tuple[str, str], dict[str, DataError]] = {}
 _archive_lock = threading.Lock()
 
@@ -30,13 +30,15 @@ class Resolution(NamedTuple):
     how: str
 
 
+@lru_cache(maxsize=None)
+def _file_hash(path: str, size: int, mtime_ns: int) -> str:
+    return pooch.file_hash(path)  # size and mtime_ns only key the cache
+
+
 def sha256_of(path: Path) -> str:
     """The sha256 of a local file, hashed once per process unless it changes (size or mtime)."""
     st = path.stat()
     return _file_hash(str(path.resolve()), st.st_size, st.st_mtime_ns)
-
-
-_file_hash = lru_cache(maxsize=None)(lambda path, size, mtime_ns: pooch.file_hash(path))
 
 
 def local_candidates(pinned: PinnedFile) -> list[tuple[str, Path]]:
