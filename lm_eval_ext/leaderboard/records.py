@@ -41,6 +41,11 @@ class Entry:
         return self.citation if self.record is None else f"record, exported {self.record['exported_at'][:10]}"
 
     @property
+    def standing(self) -> str | None:
+        """A record's ``community`` or ``verified`` (``provenance.status``); None for a published model."""
+        return None if self.record is None else self.record["provenance"]["status"]
+
+    @property
     def status(self) -> str:
         """``published``, or the record's ``partial`` / ``truncated`` / ``complete``."""
         if self.record is None:
