@@ -47,13 +47,24 @@ def test_lieder_record_valid_and_exact(lieder_scripted, data_dir, run_cli, tmp_p
 
     assert record["versions"]["lm_eval_ext"] == __version__
     assert record["versions"]["tasks"] == {"lieder": "1.0", "lieder_base": "1.0", "lieder_diff": "1.0", "lieder_two": "1.0"}
-    assert record["schema_version"] == "1.1"
+    assert record["schema_version"] == "1.2"
     assert record["status"] == {"partial": False, "truncated": False, "allowed_partial": False, "reasons": []}
     (run,) = record["runs"]
     assert run["limit"] is None
     assert run["results_sha256"] == hashlib.sha256(results_file.read_bytes()).hexdigest()
     assert run["seeds"] == {"random": 0, "numpy": 1234, "torch": 1234, "fewshot": 1234}  # the harness's defaults
     assert run["apply_chat_template"] is False
+
+    # provenance: every results and samples file with its sha256, exported as community
+    provenance = record["provenance"]
+    assert provenance["status"] == "community" and provenance["verification"] is None
+    samples = sorted(lieder_scripted.rglob("samples_*.jsonl"))
+    assert len(samples) == 3
+    assert provenance["files"] == [{"kind": "results", "path": str(results_file), "sha256": run["results_sha256"],
+                                    "run": 0, "task": None}] + [
+        {"kind": "samples", "path": str(path), "sha256": hashlib.sha256(path.read_bytes()).hexdigest(), "run": 0,
+         "task": path.name.split("_", 1)[1].rsplit("_", 1)[0]} for path in samples]
+    assert provenance["model_revision"]["revision"] is None and "ext-loglik-table" in provenance["model_revision"]["reason"]
 
     # every metric, value and stderr, exactly as in the results file
     for task, entry in record["tasks"].items():
@@ -287,3 +298,38 @@ def test_judge_validation_is_embedded(run_cli, tmp_path):
                     str(bad), "-o", str(tmp_path / "other")])
     assert proc.returncode == 2 and "Traceback" not in proc.stderr and "is not a judge validation report" in proc.stderr
     assert not (tmp_path / "other").exists()
+
+
+@pytest.mark.parametrize("config, model_args, expected", [
+    ({"model_sha": "a" * 40, "model_revision": "main"}, {}, ("a" * 40, "config.model_sha", None)),
+    ({"model_sha": "", "model_revision": "b" * 40}, {"revision": "b" * 40}, ("b" * 40, "model_args.revision", None)),
+    ({"model_sha": "", "model_revision": "main"}, {"revision": "main"},
+     (None, None, "run 0: the harness could not look up the commit (config.model_sha is empty: run offline or from a "
+                  "local directory) and model_args gives revision=main, not a commit hash")),
+])
+def test_the_model_commit_is_recorded_when_the_run_has_one(config, model_args, expected, tmp_path):
+    from lm_eval_ext.export.write import export_leaderboard
+
+    data = json.loads(next((FIXTURES / "results" / "lieder_limit").glob("results_*.json")).read_text())
+    data["config"].update(config)
+    data["config"]["model_args"].update(model_args)
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "results_2030-01-01T00-00-00.000001.json").write_text(json.dumps(data))
+    (path, _) = export_leaderboard([str(tmp_path / "run")], tmp_path / "lb", allow_partial=True)
+    revision = json.loads(path.read_text())["provenance"]["model_revision"]
+    assert (revision["revision"], revision["source"], revision["reason"]) == expected
+
+
+def test_runs_at_two_model_commits_have_no_commit(tmp_path):
+    from lm_eval_ext.export.write import export_leaderboard
+
+    data = json.loads(next((FIXTURES / "results" / "litm" / "max512").glob("results_*.json")).read_text())
+    other = json.loads(next((FIXTURES / "results" / "litm" / "max1024").glob("results_*.json")).read_text())
+    data["config"]["model_sha"], other["config"]["model_sha"] = "a" * 40, "c" * 40
+    (tmp_path / "runs").mkdir()
+    (tmp_path / "runs" / "results_2030-01-01T00-00-00.000001.json").write_text(json.dumps(data))
+    (tmp_path / "runs" / "results_2030-01-02T00-00-00.000001.json").write_text(json.dumps(other))
+    (path, _) = export_leaderboard([f"m={tmp_path / 'runs'}"], tmp_path / "lb", allow_partial=True)
+    revision = json.loads(path.read_text())["provenance"]["model_revision"]
+    assert revision == {"revision": None, "source": None, "reason": "the record's runs were made at different model "
+                        f"commits (run 0: {'a' * 40}, run 1: {'c' * 40})"}

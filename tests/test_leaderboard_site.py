@@ -25,8 +25,11 @@ EXPORTED_AT = "2030-01-01T00:00:00+00:00"
 
 @pytest.fixture(scope="module")
 def records(tmp_path_factory, lieder_scripted) -> Path:
-    """Six records: a complete LIEDER run, the same at another lieder_base version, and four partial ones."""
+    """Six records: a complete LIEDER run (verified against its own results), the same at another lieder_base
+    version, and four partial ones. Records changed here are sealed again (an edited record fails validate)."""
+    from lm_eval_ext.export.provenance import seal
     from lm_eval_ext.export.write import export_leaderboard
+    from lm_eval_ext.leaderboard.verify import verify_record
 
     out = tmp_path_factory.mktemp("records")
     export_leaderboard([f"scripted-lieder={lieder_scripted}", f"tiny-lieder-limit={RESULTS / 'lieder_limit'}",
@@ -37,12 +40,13 @@ def records(tmp_path_factory, lieder_scripted) -> Path:
     for path in out.glob("*.json"):
         record = json.loads(path.read_text())
         record["exported_at"] = EXPORTED_AT
-        path.write_text(json.dumps(record))
+        path.write_text(json.dumps(seal(record)))
     other = json.loads((out / "scripted-lieder.json").read_text())
     other["model"]["label"] = "scripted-lieder-v2"
     other["versions"]["tasks"]["lieder_base"] = other["tasks"]["lieder_base"]["version"] = "2.0"
     other["benchmarks"]["lieder"]["headline"]["lieder_base/acc"] = 0.5
-    (out / "scripted-lieder-v2.json").write_text(json.dumps(other))
+    (out / "scripted-lieder-v2.json").write_text(json.dumps(seal(other)))
+    verify_record(str(out / "scripted-lieder.json"), str(lieder_scripted))
     return out
 
 
@@ -90,9 +94,13 @@ def test_overview_in_a_browser(site, tmp_path):
         assert page.eval_on_selector('tr[data-model="gpt2"] .badge', "b => b.textContent") == "published"
         badges = {m: page.eval_on_selector_all(f'tr[data-model="{m}"] .badge', "bs => bs.map(b => b.textContent)")
                   for m in models[:6]}
-        assert badges == {"scripted-lieder": [], "scripted-lieder-v2": ["unvalidated"], "tiny-chat": ["partial"],
-                          "tiny-lieder-limit": ["partial"], "tiny-litm": ["partial"], "tiny-sql": ["partial"]}
-        assert "lieder_base is at version 2.0" in page.get_attribute('tr[data-model="scripted-lieder-v2"] .badge', "title")
+        assert badges == {"scripted-lieder": ["verified"], "scripted-lieder-v2": ["community", "unvalidated"],
+                          "tiny-chat": ["community", "partial"], "tiny-lieder-limit": ["community", "partial"],
+                          "tiny-litm": ["community", "partial"], "tiny-sql": ["community", "partial"]}
+        assert "lieder_base is at version 2.0" in page.get_attribute('tr[data-model="scripted-lieder-v2"] .badge.unvalidated',
+                                                                     "title")
+        assert page.get_attribute('tr[data-model="scripted-lieder"] .badge', "title").startswith(
+            "the maintainers reran it: ")
 
         # sorting by clicking: highest first, then lowest first; rows without a value stay last
         column = headers.index("LIEDER: lieder_base/acc (v1.0)")
@@ -117,6 +125,12 @@ def test_overview_in_a_browser(site, tmp_path):
         assert page.url.endswith("/records/scripted-lieder.html")
         text = page.inner_text("main")
         assert "Versions" in text and "lieder_base" in text and '"random": 0' in text and EXPORTED_AT in page.inner_text("header")
+        # its provenance: verified against the rerun, the record's sha256, every source file with its sha256
+        record = json.loads(out.joinpath("records/scripted-lieder.json").read_text())
+        assert "Provenance" in text and record["provenance"]["content_sha256"] in text
+        assert f"{record['provenance']['verification']['metrics_compared']} metrics of 4 task(s)" in text
+        for source in record["provenance"]["files"]:
+            assert source["sha256"] in text and source["path"] in text
     assert problems == []
     assert out.joinpath("records/scripted-lieder.html").is_file()
 

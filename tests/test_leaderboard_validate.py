@@ -21,8 +21,13 @@ def _export(tmp_path: Path, name: str, **options) -> dict:
 
 
 def _check(record: dict) -> list[str]:
+    """The record's problems, sealed first as an export would (the tests change records to show each check; the
+    seal's own check is test_a_record_changed_after_its_export_fails)."""
+    from lm_eval_ext.export.provenance import seal
     from lm_eval_ext.leaderboard.validate import check_record
 
+    if record.get("schema_version") == "1.2" and isinstance(record.get("provenance"), dict):
+        seal(record)
     return check_record(record)
 
 
@@ -70,27 +75,72 @@ def test_elitr_needs_a_validated_judge(tmp_path):
 
 def test_schema_problems_stop_the_check(tmp_path):
     record = _export(tmp_path, "lieder_limit")
-    record["schema_version"] = "1.0"
     del record["status"]
+    record["runs"][0]["results_sha256"] = "not-a-hash"
     problems = _check(record)
-    assert problems == ["schema: (top): 'status' is a required property", "schema: schema_version: '1.1' was expected"]
+    assert problems == ["schema: (top): 'status' is a required property",
+                        "schema: runs/0/results_sha256: 'not-a-hash' does not match '^[0-9a-f]{64}$'"]
+
+
+def test_a_record_of_an_older_schema_is_refused_with_one_paragraph(tmp_path):
+    from lm_eval_ext import __version__
+    from lm_eval_ext.leaderboard.validate import check_record
+
+    record = _export(tmp_path, "lieder_limit")
+    record["schema_version"] = "1.1"
+    del record["provenance"]
+    assert check_record(record) == [
+        f"schema: the record is of schema version 1.1, and lm-eval-ext {__version__} reads version 1.2 only (1.2 added the "
+        "provenance a leaderboard checks: the model's commit, the sha256 of every results and samples file, community "
+        "or verified): export it again from its results with `lm-eval-ext export --format leaderboard`"]
+
+
+def test_a_record_changed_after_its_export_fails(tmp_path):
+    from lm_eval_ext.leaderboard.validate import check_record
+
+    record = _export(tmp_path, "lieder_limit")
+    assert check_record(record) == []
+    sealed = record["provenance"]["content_sha256"]
+    record["benchmarks"]["lieder"]["headline"]["lieder_base/acc"] = 0.95
+    (problem,) = check_record(record)
+    assert problem.startswith("the record was changed after it was exported: its sha256 is ")
+    assert f"provenance.content_sha256 says {sealed[:12]}..." in problem
+    # a results sha256 that is not the one provenance.files lists, sealed again (by hand or with this code)
+    record = _export(tmp_path / "again", "lieder_limit")
+    record["runs"][0]["results_sha256"] = "0" * 64
+    assert _check(record) == [f"run 0 ({record['runs'][0]['results_file']}): its results_sha256 is not the sha256 "
+                              "provenance.files lists for its results file: export the record again"]
+
+
+def test_verified_needs_the_verification(tmp_path):
+    record = _export(tmp_path, "lieder_limit")
+    record["provenance"]["status"] = "verified"
+    assert _check(record) == [
+        "schema: the record claims status verified but has no provenance.verification (the maintainers' rerun it was "
+        "compared with): only `lm-eval-ext leaderboard verify RECORD RESULTS_DIR` marks a record verified; submit it "
+        "as exported (community)"]
+    # and a community record carries none
+    record["provenance"].update(status="community", verification={"verified_at": "2030-01-01T00:00:00+00:00"})
+    assert _check(record)[0].startswith("schema: provenance/verification: ")
 
 
 def test_validate_command(tmp_path, run_cli):
     good = _export(tmp_path, "lieder_limit")
-    bad = dict(good, versions={**good["versions"], "tasks": {"lieder_base": "0.9"}})
+    from lm_eval_ext.export.provenance import seal
+
+    bad = seal(json.loads(json.dumps(dict(good, versions={**good["versions"], "tasks": {"lieder_base": "0.9"}}))))
     (tmp_path / "submit").mkdir()
     (tmp_path / "submit" / "good.json").write_text(json.dumps(good))
     (tmp_path / "submit" / "bad.json").write_text(json.dumps(bad))
     proc = run_cli(["lm-eval-ext", "leaderboard", "validate", str(tmp_path / "submit" / "good.json")])
-    assert (proc.returncode, proc.stdout) == (0, f"ok   {tmp_path / 'submit' / 'good.json'} (partial, marked)\n")
+    assert (proc.returncode, proc.stdout) == (0, f"ok   {tmp_path / 'submit' / 'good.json'} (community; partial, marked)\n")
     proc = run_cli(["lm-eval-ext", "leaderboard", "validate", str(tmp_path / "submit")])
     assert proc.returncode == 1
     assert proc.stdout.splitlines() == [
         f"FAIL {tmp_path / 'submit' / 'bad.json'}",
         "  - task lieder_base is at version 0.9, this lm-eval-ext has 1.0 (different prompts, data or scoring: rerun "
         "it with this version)",
-        f"ok   {tmp_path / 'submit' / 'good.json'} (partial, marked)",
+        f"ok   {tmp_path / 'submit' / 'good.json'} (community; partial, marked)",
     ]
     (tmp_path / "broken.json").write_text("{")
     proc = run_cli(["lm-eval-ext", "leaderboard", "validate", str(tmp_path / "broken.json")])

@@ -22,19 +22,15 @@ from ..results.lieder import family_mean, novelty_tests, read_human_baseline
 from ..results.load import Model, Run
 from ..results.status import PARTIAL, TRUNCATED, run_status, shown_run
 from .benchmarks import BENCHMARKS, benchmark_of
-
-SCHEMA_VERSION = "1.1"
-
-
-def _sha256_file(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+from .provenance import provenance_entry, seal, sha256_file
+from .schema import SCHEMA_VERSION
 
 
 def _run_entry(run: Run, tasks: list[str]) -> dict:
     config = run.config
     return {
         "results_file": str(run.path),
-        "results_sha256": _sha256_file(run.path),
+        "results_sha256": sha256_file(run.path),
         "date": run.date_id,
         "lm_eval_version": run.data.get("lm_eval_version"),
         "transformers_version": run.data.get("transformers_version"),
@@ -88,7 +84,7 @@ def _data_entry(tasks: dict[str, tuple[Run, dict]]) -> dict:
         for data_file in benchmark.files(run.task_config(task)):
             if data_file.user_file:
                 path = Path(data_file.path)
-                sha = _sha256_file(path) if path.is_file() else None
+                sha = sha256_file(path) if path.is_file() else None
             else:
                 try:
                     sha = pinned_file(data_file.dataset, data_file.path).sha256
@@ -116,14 +112,16 @@ def _judge_usage(judged: dict | None) -> dict:
     return {"judge_usage": total} if total else {}
 
 
-def _seeds_entry(model: Model, benchmark, tasks: dict[str, dict]) -> dict:
+def _seeds_entry(model: Model, benchmark, tasks: dict[str, dict], read: list[Run]) -> dict:
     """Mean and sample standard deviation of the headline metrics of every task run with two seeds or more
-    (the newest run per seed), by the plugin's seed summary (ELITR-Bench's protocol)."""
+    (the newest run per seed), by the plugin's seed summary (ELITR-Bench's protocol). The runs read are
+    added to ``read``."""
     entry = {}
     for task, metrics in sorted(tasks.items()):
         by_seed = {run.seed: run for run in model.runs_with(task)}
         if len(by_seed) < 2:
             continue
+        read += by_seed.values()
         summary = summarize([run.path for run in by_seed.values()]).get(task, {})
         for name in benchmark.headline(task, metrics):
             if name in summary and summary[name]["n"] >= 2:
@@ -195,7 +193,7 @@ def leaderboard_record(model: Model, exported_at: str, *, allow_partial: bool = 
     run_objects = {run.path: run for run, _ in chosen.values()}
     index = {path: i for i, path in enumerate(runs)}
     newest = max(run_objects.values(), key=lambda r: r.date_id or "")
-    benchmarks = {}
+    benchmarks, seed_runs = {}, []
     for benchmark in BENCHMARKS:
         mine = {task: metrics for task, (_, metrics) in chosen.items() if benchmark_of(task) is benchmark}
         if mine:
@@ -204,12 +202,13 @@ def leaderboard_record(model: Model, exported_at: str, *, allow_partial: bool = 
                 "headline": {f"{task}/{name}": metrics[name]
                              for task, metrics in sorted(mine.items()) for name in benchmark.headline(task, metrics)},
             }
-            seeds = _seeds_entry(model, benchmark, mine)
+            seeds = _seeds_entry(model, benchmark, mine, seed_runs)
             if seeds:
                 benchmarks[benchmark.key]["seeds"] = seeds
     if "lieder" in benchmarks:
         benchmarks["lieder"]["derived"] = _lieder_derived(model)
-    return {
+    tasks_of = {path: sorted(t for t, (r, _) in chosen.items() if r.path == path) for path in runs}
+    return seal({
         "schema_version": SCHEMA_VERSION,
         "exported_at": exported_at,
         "status": _status_entry(runs, newest_runs, allow_partial),
@@ -227,7 +226,7 @@ def leaderboard_record(model: Model, exported_at: str, *, allow_partial: bool = 
             "tasks": {task: (None if run.version(task) is None else str(run.version(task)))
                       for task, (run, _) in sorted(chosen.items())},
         },
-        "runs": [_run_entry(run_objects[path], sorted(t for t, (r, _) in chosen.items() if r.path == path)) for path in runs],
+        "runs": [_run_entry(run_objects[path], tasks_of[path]) for path in runs],
         "tasks": {task: _task_entry(run, index[run.path], task) for task, (run, _) in sorted(chosen.items())},
         "benchmarks": benchmarks,
         "judge": _judge_entry(chosen),
@@ -235,7 +234,8 @@ def leaderboard_record(model: Model, exported_at: str, *, allow_partial: bool = 
         # only a judged record needs the judge's validation
         "judge_validation": (judge_validation or None) if _judge_entry(chosen) else None,
         "data": _data_entry(chosen),
-    }
+        "provenance": provenance_entry([run_objects[path] for path in runs], tasks_of, seed_runs),
+    })
 
 
 def csv_row(record: dict) -> dict[str, object]:

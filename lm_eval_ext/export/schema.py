@@ -8,6 +8,8 @@ from importlib import resources
 from ..errors import UserError
 
 SCHEMA_FILE = "leaderboard.schema.json"
+# 1.2: provenance (model commit, every source file's sha256, community/verified, the record's own sha256)
+SCHEMA_VERSION = "1.2"
 
 
 class ExportError(UserError):

@@ -16,13 +16,15 @@ from .validate import known_task_versions
 TITLE = "lm-eval-ext leaderboard"
 
 
-def build_site(paths: list[str], out: str | Path, *, published: bool = True, title: str | None = None) -> Site:
+def build_site(paths: list[str], out: str | Path, *, published: bool = True, title: str | None = None,
+               allow_empty: bool = False) -> Site:
     """Build the site from the records named by ``paths`` (files or directories) into ``out``.
 
-    ``published``: list the models each paper evaluated beside the records.
+    ``published``: list the models each paper evaluated beside the records. ``allow_empty``: a directory
+    without records is no error (a new leaderboard's first site).
     """
     taken: set[str] = set()
-    entries = record_entries(read_records(paths), taken)
+    entries = record_entries(read_records(paths, allow_empty=allow_empty), taken)
     notes = []
     if published:
         numbers = load_published()

@@ -41,6 +41,11 @@ class Entry:
         return self.citation if self.record is None else f"record, exported {self.record['exported_at'][:10]}"
 
     @property
+    def standing(self) -> str | None:
+        """A record's ``community`` or ``verified`` (``provenance.status``); None for a published model."""
+        return None if self.record is None else self.record["provenance"]["status"]
+
+    @property
     def status(self) -> str:
         """``published``, or the record's ``partial`` / ``truncated`` / ``complete``."""
         if self.record is None:
@@ -58,14 +63,15 @@ def _slug(label: str, taken: set[str]) -> str:
     return slug
 
 
-def read_records(paths: list[str]) -> list[tuple[Path, dict]]:
-    """Every record file named by ``paths`` (files, or directories searched for ``*.json``), parsed."""
+def read_records(paths: list[str], allow_empty: bool = False) -> list[tuple[Path, dict]]:
+    """Every record file named by ``paths`` (files, or directories searched for ``*.json``), parsed.
+    ``allow_empty``: a directory without one is no error."""
     files = []
     for name in paths:
         path = Path(name)
         if path.is_dir():
             found = sorted(p for p in path.rglob("*.json"))
-            if not found:
+            if not found and not allow_empty:
                 raise LeaderboardError(f"No *.json record under {path}. Give the files that `lm-eval-ext export "
                                        "--format leaderboard` wrote, or their directory.")
             files += found

@@ -6,14 +6,15 @@ Pages (all relative links, so the site opens from disk through file:// and from 
   metric of each benchmark (:data:`OVERVIEW`);
 - ``<benchmark>.html``: one table per task with its headline metrics (the breakdowns); LIEDER
   also shows the human-baseline comparison and the novelty test of each record;
-- ``records/<model>.html`` (and the record's JSON beside it): versions, runs, seeds, judge,
-  status, and the problems that make a record unvalidated;
+- ``records/<model>.html`` (and the record's JSON beside it): provenance (community or verified,
+  the model's commit, every source file's sha256), versions, runs, seeds, judge, status, and the
+  problems that make a record unvalidated;
 - ``published.html``: every published number with its source.
 
 Records that disagree on a task's version are shown in separate tables (and separate overview
-columns), never averaged; published models count as this plugin's task versions. Partial,
-truncated and unvalidated records carry a badge. Tables sort by a click on a header or, from the
-keyboard, Enter or Space on it (``sort.js``).
+columns), never averaged; published models count as this plugin's task versions. Every record
+carries a *community* or *verified* badge; partial, truncated and unvalidated records one more.
+Tables sort by a click on a header or, from the keyboard, Enter or Space on it (``sort.js``).
 
 The pages are the templates under ``templates/html/leaderboard/``; this module gives them data
 (:class:`Cell`, :class:`Row`, :class:`Table` and plain values), never markup.
@@ -157,12 +158,21 @@ def _badges(entry: Entry) -> tuple[Badge, ...]:
     if entry.published:
         return (Badge("published", "a model the paper evaluated; numbers from the paper or its released files (see "
                                    "Published results)"),)
-    badges = []
+    badges = [_standing_badge(entry.record["provenance"])]
     if entry.status in ("partial", "truncated"):
         badges.append(Badge(entry.status, _reasons(entry.record)))
     if entry.problems:
         badges.append(Badge("unvalidated", "; ".join(entry.problems)))
     return tuple(badges)
+
+
+def _standing_badge(provenance: dict) -> Badge:
+    check = provenance["verification"]
+    if check is None:
+        return Badge("community", "as submitted: the maintainers have not rerun it")
+    return Badge("verified", f"the maintainers reran it: {check['metrics_compared']} metrics agreed within "
+                             f"{check['sigmas']:g} standard errors (verified {check['verified_at'][:10]} with "
+                             f"lm-eval-ext {check['lm_eval_ext']})")
 
 
 def _model_cell(entry: Entry, depth: int = 0) -> Cell:
@@ -327,6 +337,7 @@ def record_data(entry: Entry) -> dict:
               for task, judge in sorted((record["judge"] or {}).items())]
     return {
         "badges": _badges(entry), "json_href": f"{entry.slug}.json", "problems": "; ".join(entry.problems),
+        **provenance_data(record),
         "status": ("Partial" if status["partial"] else "Truncated") + ": " + _reasons(record) if status["reasons"] else "",
         "model": [Fact("label", model["label"]), Fact("type", model["source"]), Fact("name", model["name"]),
                   Fact("arguments", _json(model["args"]), code=True), Fact("exported", record["exported_at"])],
@@ -355,6 +366,30 @@ def record_data(entry: Entry) -> dict:
         "data": [Fact(name, f"{d['source']} (registry sha256 {d['registry_sha256']})")
                  for name, d in record["data"]["datasets"].items()],
     }
+
+
+def provenance_data(record: dict) -> dict:
+    """The record page's provenance: community or verified (and against what), the model's commit, the record's
+    sha256, and every file it was made from with its sha256."""
+    provenance = record["provenance"]
+    revision = provenance["model_revision"]
+    facts = [Fact("status", _standing_badge(provenance).title),
+             Fact("model commit", f"{revision['revision']} (from {revision['source']})" if revision["revision"]
+                  else f"unknown: {revision['reason']}"),
+             Fact("record sha256", provenance["content_sha256"], code=True)]
+    check = provenance["verification"]
+    if check is not None:
+        facts += [Fact("verified", f"{check['verified_at']} by lm-eval-ext {check['lm_eval_ext']} on a rerun with "
+                                   f"lm-eval {check['lm_eval']}"),
+                  Fact("compared", f"{check['metrics_compared']} metrics of {len(check['tasks'])} task(s), within "
+                                   f"{check['sigmas']:g} standard errors (equal where there is none)"),
+                  *(Fact("rerun file sha256", f"{f['sha256']} {f['path']}", code=True) for f in check["files"])]
+    files = Table(["kind", "run", "task", "file", "sha256"],
+                  [Row([_text(f["kind"]), Cell("" if f["run"] is None else str(f["run"])), Cell(f["task"] or ""),
+                        _text(f["path"]), Cell(f["sha256"], cls="sha")]) for f in provenance["files"]],
+                  "Every results and samples file the record was made from, with its sha256 (run: index into the runs "
+                  "below; empty: another seed's run the seeds summary read).")
+    return {"provenance": facts, "source_files": files}
 
 
 def published_data(entries: list[Entry]) -> dict:

@@ -2,7 +2,9 @@
 
 A record passes when:
 
-1. it matches the JSON Schema (``lm_eval_ext/export/schema/leaderboard.schema.json``);
+1. it is of this plugin's schema version and matches the JSON Schema
+   (``lm_eval_ext/export/schema/leaderboard.schema.json``); a record of an older version (before
+   1.2 it had no provenance) is refused with one problem saying to export it again;
 2. every task it has is a task of this plugin version, at the version this plugin has
    (a different version means different prompts, data or scoring);
 3. it is partial only if it says so: its status is recomputed from its own tasks (documents
@@ -11,15 +13,21 @@ A record passes when:
 4. every ELITR-Bench task was scored by a validated judge: the record's ``judge_validation``
    holds a ``lm-eval-ext judge validate`` report of the same judge (endpoint host, model and
    template sha256), made on the published validation file, with every correlation with the
-   human scores computed (a null one means too few items scored, or scores that never vary).
+   human scores computed (a null one means too few items scored, or scores that never vary);
+5. its provenance holds: the record is unchanged since its export or verification (its sha256 is
+   ``provenance.content_sha256``), every run's ``results_sha256`` is the one ``provenance.files``
+   lists, and a record that claims ``verified`` carries what it was verified against
+   (``provenance.verification``, which only ``lm-eval-ext leaderboard verify`` writes).
 """
 from __future__ import annotations
 
 from functools import lru_cache
 
+from .. import __version__
 from ..export.judge_validation import validates
+from ..export.provenance import VERIFIED, content_sha256
+from ..export.schema import SCHEMA_VERSION, schema_problems
 from ..judge.records import JudgeRecord
-from ..export.schema import schema_problems
 from ..results.status import status_of
 
 
@@ -112,9 +120,54 @@ def _judge_problems(record: dict) -> list[str]:
     return problems
 
 
-def check_record(record) -> list[str]:
-    """Every problem of a record (empty: it can be submitted). Schema problems stop the other checks."""
+def _schema_version_problem(record) -> str | None:
+    version = record.get("schema_version") if isinstance(record, dict) else None
+    if version is None or version == SCHEMA_VERSION:
+        return None
+    return (f"the record is of schema version {version}, and lm-eval-ext {__version__} reads version "
+            f"{SCHEMA_VERSION} only (1.2 added the provenance a leaderboard checks: the model's commit, the sha256 "
+            "of every results and samples file, community or verified): export it again from its results with "
+            "`lm-eval-ext export --format leaderboard`")
+
+
+UNVERIFIED_CLAIM = ("the record claims status verified but has no provenance.verification (the maintainers' rerun "
+                    "it was compared with): only `lm-eval-ext leaderboard verify RECORD RESULTS_DIR` marks a record "
+                    "verified; submit it as exported (community)")
+
+
+def _schema_check(record) -> list[str]:
     problems = schema_problems(record)
+    provenance = record.get("provenance") if isinstance(record, dict) else None
+    if isinstance(provenance, dict) and provenance.get("status") == VERIFIED and not isinstance(
+            provenance.get("verification"), dict):
+        problems = [UNVERIFIED_CLAIM] + [p for p in problems if not p.startswith("provenance/verification:")]
+    return problems
+
+
+def _provenance_problems(record: dict) -> list[str]:
+    provenance = record["provenance"]
+    problems = []
+    digest = content_sha256(record)
+    if digest != provenance["content_sha256"]:
+        problems.append(f"the record was changed after it was exported: its sha256 is {digest[:12]}..., "
+                        f"provenance.content_sha256 says {provenance['content_sha256'][:12]}... (a score, a checksum "
+                        "or the status edited by hand): export it again from the results with `lm-eval-ext export "
+                        "--format leaderboard` instead of editing it")
+    listed = {entry["run"]: entry["sha256"] for entry in provenance["files"] if entry["kind"] == "results"}
+    for index, run in enumerate(record["runs"]):
+        if listed.get(index) != run["results_sha256"]:
+            problems.append(f"run {index} ({run['results_file']}): its results_sha256 is not the sha256 "
+                            "provenance.files lists for its results file: export the record again")
+    return problems
+
+
+def check_record(record) -> list[str]:
+    """Every problem of a record (empty: it can be submitted). A record of another schema version, and schema
+    problems, stop the other checks (each such problem starts with ``schema: ``)."""
+    if (old := _schema_version_problem(record)) is not None:
+        return [f"schema: {old}"]
+    problems = _schema_check(record)
     if problems:
         return [f"schema: {problem}" for problem in problems]
-    return _version_problems(record) + _status_problems(record) + _judge_problems(record)
+    return (_provenance_problems(record) + _version_problems(record) + _status_problems(record)
+            + _judge_problems(record))
