@@ -44,6 +44,8 @@ def _parser() -> argparse.ArgumentParser:
               lm-eval-ext data where lieder stimuli/base/base_stimuli.jsonl
               lm-eval-ext report out -o report
               lm-eval-ext export --format leaderboard out -o records
+              lm-eval-ext leaderboard init my-leaderboard
+              lm-eval-ext leaderboard verify records/gpt2.json rerun-out
               lm-eval-ext leaderboard build records -o site
 
             The plain `lm_eval` command runs every plugin task. `lm-eval-ext run` takes the same flags
