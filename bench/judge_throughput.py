@@ -6,10 +6,15 @@ thread pool are all in the path. By default the stub runs in its own process (``
 so the CPU time measured here is the client's alone; ``--stub thread`` runs it in this process, as
 the tests do (its HTTP handling then competes with the client for the interpreter).
 
+The stub fails 10% of the requests (``--faults``, default 4% HTTP 500, 3% HTTP 429 with a 50 ms
+Retry-After, 3% dropped connections), which the client retries.
+
 For each concurrency: wall time; the ideal, N x the mean latency / concurrency (every worker busy
-all the time, the client taking no time); the client's CPU time per call; the most requests the stub
-saw at once; and a rerun, which the cache answers without a call. ``--profile FILE`` writes a
-cProfile of the first case (all threads) and prints its top functions.
+all the time, the client taking no time, no fault); the client's CPU time per call; the most requests
+the stub saw at once; the faults it drew; items lost (left without a verdict); items duplicated (a
+request the stub answered, i.e. would have been paid, more than once); and a rerun, which the cache
+answers without a call. ``--profile FILE`` writes a
+cProfile of the first case (the CPU time of every thread) and prints its top functions.
 
     python bench/judge_throughput.py [--items 2000] [--delay 0.05] [--jitter 0] [--concurrency 32]
     python bench/judge_throughput.py --items 600 --delay 0.5 --jitter 1.5 --concurrency 8 32 64 128 256
@@ -19,6 +24,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import cProfile
+import json
 import os
 import pstats
 import shutil
@@ -33,52 +39,59 @@ TESTS = str(Path(__file__).resolve().parents[1] / "tests")  # the test doubles: 
 sys.path.insert(0, TESTS)
 
 REPLY = "Feedback. \\boxed{7}"
+# 10% of requests fail, the ways a loaded API fails: server errors, rate limits (Retry-After), dropped connections
+FAULTS = "500=0.04,429=0.03,drop=0.03"
 
 
 @contextlib.contextmanager
-def stub_in_process(delay: float, jitter: float):
-    """The stub in a child process: yields (base_url, stats) where stats is filled when it stops."""
+def stub_in_process(delay: float, jitter: float, faults: str):
+    """The stub in a child process: yields (base_url, stats); stats is its summary, filled when it stops."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [TESTS, os.environ.get("PYTHONPATH")]))}
     proc = subprocess.Popen([sys.executable, "-m", "doubles.stub_openai", "--delay", str(delay),
-                             "--jitter", str(jitter), "--text", REPLY],
+                             "--jitter", str(jitter), "--text", REPLY, "--faults", faults],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
     stats: dict = {}
     try:
         yield proc.stdout.readline().strip(), stats
     finally:
         proc.stdin.close()
-        _, calls, _, in_flight = proc.stdout.readline().split()
-        stats.update(calls=int(calls), max_in_flight=int(in_flight))
+        stats.update(json.loads(proc.stdout.readline()))
         proc.wait(30)
 
 
 @contextlib.contextmanager
-def stub_in_thread(delay: float, jitter: float):
+def stub_in_thread(delay: float, jitter: float, faults: str):
     """The stub in this process (as in the tests)."""
     from doubles.stub_openai import StubOpenAIServer
 
     stats: dict = {}
-    with StubOpenAIServer(text=REPLY, delay_s=delay, jitter_s=jitter) as srv:
+    with StubOpenAIServer(text=REPLY, delay_s=delay, jitter_s=jitter, faults=parse_faults(faults)) as srv:
         try:
             yield srv.base_url, stats
         finally:
-            stats.update(calls=srv.call_count, max_in_flight=srv.max_in_flight)
+            stats.update(srv.summary())
+
+
+def parse_faults(text: str) -> dict[str, float]:
+    """``"500=0.04,429=0.03"`` -> ``{"500": 0.04, "429": 0.03}``."""
+    return {kind: float(p) for kind, p in (part.split("=", 1) for part in text.split(",") if part)}
 
 
 def profiled(run, path: str):
-    """Run ``run()`` with cProfile on every thread; save the profile to ``path`` and print the top."""
+    """Run ``run()`` with cProfile on every thread, timing each thread's CPU (waits for the network, a lock or
+    the interpreter are not counted); save the profile to ``path`` and print the top."""
     profilers = []
     lock = threading.Lock()
 
     def thread_hook(*_):
         # the first event of a new thread: give it its own profiler, then stop hooking it
-        profiler = cProfile.Profile()
+        profiler = cProfile.Profile(time.thread_time)
         with lock:
             profilers.append(profiler)
         sys.setprofile(None)
         profiler.enable()
 
-    main = cProfile.Profile()
+    main = cProfile.Profile(time.thread_time)
     threading.setprofile(thread_hook)
     main.enable()
     try:
@@ -101,6 +114,8 @@ def main() -> None:
     parser.add_argument("--delay", type=float, default=0.05, help="seconds per call at the stub")
     parser.add_argument("--jitter", type=float, default=0.0, help="up to this many more seconds per call")
     parser.add_argument("--concurrency", type=int, nargs="+", default=[32])
+    parser.add_argument("--faults", default=FAULTS, metavar="KIND=P,...",
+                        help=f"faults the stub draws per request (default: {FAULTS}, 10%%; '' for none)")
     parser.add_argument("--stub", choices=("process", "thread"), default="process")
     parser.add_argument("--no-cache", action="store_true", help="judge without the on-disk cache")
     parser.add_argument("--profile", metavar="FILE", help="cProfile the first case into FILE")
@@ -117,12 +132,12 @@ def main() -> None:
     try:
         print(f"{n} items; stub ({args.stub}) latency {args.delay * 1000:.0f} ms"
               + (f" + up to {args.jitter * 1000:.0f} ms" if args.jitter else "")
-              + f"; cache {'off' if args.no_cache else 'on'}; {os.cpu_count()} CPUs")
+              + f"; faults {args.faults or 'none'}; cache {'off' if args.no_cache else 'on'}; {os.cpu_count()} CPUs")
         print(f"{'conc.':>5}  {'wall s':>7}  {'ideal s':>7}  {'x ideal':>7}  {'calls/s':>7}  {'client CPU ms/call':>18}  "
-              f"{'max in flight':>13}  {'rerun s':>7}")
+              f"{'max in flight':>13}  {'faults':>6}  {'lost':>4}  {'duplicated':>10}  {'rerun s':>7}")
         for index, concurrency in enumerate(args.concurrency):
             cache = "none" if args.no_cache else str(work / f"cache-{concurrency}.sqlite")
-            with stub(args.delay, args.jitter) as (base_url, stub_stats):
+            with stub(args.delay, args.jitter, args.faults) as (base_url, stub_stats):
                 config = resolve_config(explicit={
                     "base_url": base_url, "api_key_env": "LMX_BENCH_KEY", "model": "stub",
                     "concurrency": concurrency, "cache": cache})
@@ -137,11 +152,15 @@ def main() -> None:
                 if not args.no_cache:
                     judge_many(items, config, progress=False)
                 rerun = time.perf_counter() - started
-            assert all(r.score == 7.0 for r in results) and stub_stats["calls"] == n
+            assert all(r.score == 7.0 for r in results if r.scored)
+            # lost: items left without a verdict; duplicated: requests the stub answered (would have been paid)
+            # more than once, over both runs: a rerun that called the judge would duplicate every item
+            lost = sum(not r.scored for r in results)
+            faults = sum(stub_stats["faults"].values())
             ideal = n * mean_latency / concurrency
             print(f"{concurrency:>5}  {wall:>7.2f}  {ideal:>7.2f}  {wall / ideal:>7.2f}  {n / wall:>7.0f}  "
-                  f"{cpu / n * 1000:>18.2f}  {stub_stats['max_in_flight']:>13}  "
-                  + (f"{rerun:>7.2f}" if not args.no_cache else f"{'-':>7}"))
+                  f"{cpu / n * 1000:>18.2f}  {stub_stats['max_in_flight']:>13}  {faults:>6}  {lost:>4}  "
+                  f"{stub_stats['paid_twice']:>10}  " + (f"{rerun:>7.2f}" if not args.no_cache else f"{'-':>7}"))
         print("rerun: python bench/judge_throughput.py " + " ".join(sys.argv[1:]))
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -267,8 +267,11 @@ def test_every_benchmark_exports_valid_exact_records(lieder_scripted, litm_scrip
     assert len(judge["template_sha256"]) == 64
     # the judge's tokens, per task as it recorded them, and their sum over the record's tasks
     assert judge["usage"]["requests"] > 0 and judge["usage"]["prompt_tokens"] > 0
-    assert elitr["judge_usage"] == {key: sum(task["usage"][key] for task in elitr["judge"].values())
-                                    for key in ("requests", "prompt_tokens", "completion_tokens", "from_cache")}
+    assert elitr["judge_usage"] == {
+        **{key: sum(task["usage"][key] for task in elitr["judge"].values())
+           for key in ("requests", "prompt_tokens", "completion_tokens", "from_cache")},
+        "cost_usd": round(sum(task["usage"]["cost_usd"] for task in elitr["judge"].values()), 6)}  # at the run's prices
+    assert elitr["judge_usage"]["cost_usd"] > 0
     assert "judge_usage" not in litm
     seeds = elitr["benchmarks"]["elitr_bench"]["seeds"]["elitr_bench_qa_dev_st/score"]
     low, high = (data["results"]["elitr_bench_qa_dev_st"]["score,judge"] for data in _all_results(elitr_scripted)["elitr_bench_qa_dev_st"])

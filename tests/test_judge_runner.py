@@ -155,13 +155,25 @@ def test_retry_after_is_honoured(tmp_path):
         client = JudgeClient(config(srv, tmp_path, retry_max_wait=0.2), stop=stop, budget=CallBudget(None))
         client.complete(_request())
     assert stop.waits == [0.2]  # a Retry-After longer than retry_max_wait is cut to it
-    with StubOpenAIServer(text="\\boxed{5}", fault_sequence=["500", "500"]) as srv:
+    with StubOpenAIServer(text="\\boxed{5}", fault_sequence=["500", "500", "drop"]) as srv:
         stop = RecordingStop()
         client = JudgeClient(config(srv, tmp_path, retry_wait=0.001), stop=stop, budget=CallBudget(None))
         client.complete(_request())
-        assert srv.call_count == 3
-    # no Retry-After: exponential backoff with full jitter, at most retry_wait x 2^k
-    assert len(stop.waits) == 2 and 0 <= stop.waits[0] <= 0.001 and 0 <= stop.waits[1] <= 0.002
+        assert srv.call_count == 4
+    # no Retry-After: the first retry after a server error goes at once, then exponential backoff with full
+    # jitter, at most retry_wait x 2^k
+    assert len(stop.waits) == 3 and stop.waits[0] == 0 and 0 <= stop.waits[1] <= 0.002 and 0 <= stop.waits[2] <= 0.004
+    with StubOpenAIServer(text="\\boxed{5}", fault_sequence=["drop"]) as srv:
+        stop = RecordingStop()
+        client = JudgeClient(config(srv, tmp_path, retry_wait=0.001), stop=stop, budget=CallBudget(None))
+        client.complete(_request())
+    assert stop.waits == [0]  # a dropped connection, too
+    with StubOpenAIServer(text="\\boxed{5}", fault_sequence=["nonjson"]) as srv:
+        stop = RecordingStop()
+        client = JudgeClient(config(srv, tmp_path, retry_wait=10, retry_max_wait=0.01), stop=stop,
+                             budget=CallBudget(None))
+        client.complete(_request())
+    assert len(stop.waits) == 1 and stop.waits[0] > 0  # any other fault backs off from the first retry
 
 
 def test_a_probe_is_one_try_with_its_own_timeout(tmp_path):

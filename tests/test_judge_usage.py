@@ -129,6 +129,20 @@ def test_run_total_adds_up_tasks():
     assert add_up([]) is None
 
 
+def test_per_thousand_items_scales_the_runs_usage():
+    """judge validate's figures: tokens and dollars of 1,000 items from a run's, and the time through the batch API."""
+    from lm_eval_ext.judge.usage import per_thousand, per_thousand_text
+
+    usage = {"requests": 250, "prompt_tokens": 500_000, "completion_tokens": 50_000, "from_cache": 10}
+    batch = resolve_config(explicit={"batch": True, **PRICES}, environ={})
+    figures = per_thousand(batch, usage, items=250, seconds=90.0)
+    # 4x the run's: 2M input tokens at $3/M and 200k output tokens at $15/M = $9, half with the batch discount
+    assert figures == {"items": 250, "concurrency": 8, "batch": True, "seconds_total": 90.0, "prompt_tokens": 2_000_000,
+                       "completion_tokens": 200_000, "seconds": 360.0, "cost_usd": 9.0, "batch_cost_usd": 4.5}
+    assert per_thousand_text(figures) == ("per 1,000 items: 2,000,000 input / 200,000 output tokens, $9.00 at the "
+                                          "given prices ($4.50 with batch discount), 360.0 s through the batch API")
+
+
 # A rubric reply of the usual length (a feedback paragraph, then the score): what the estimate assumes.
 FEEDBACK = ("Feedback: the response is compared with the reference answer on the facts the question asks for. "
             * 8)

@@ -167,7 +167,20 @@ def test_judge_run_against_stub(data_dir, tmp_path, monkeypatch, capsys):
         assert exit_code.value.code == 0
         # 389 distinct prompts; the 5 gold-4 responses are asked twice (--judge-reasks 1)
         assert srv.call_count == 389 + 5
-    report = json.loads(capsys.readouterr().out)
+        tokens = _stub_tokens(srv, _gpt4_judge(rows))
+    captured = capsys.readouterr()
+    report = json.loads(captured.out)
+    # per 1,000 items: the tokens the stub reported, over the 389 items judged by calls (the duplicate prompt cost
+    # nothing); no prices, so no dollars, and the summary says which options give them
+    per = report["per_1000_items"]
+    expected = {"prompt_tokens": round(tokens[0] * 1000 / 389), "completion_tokens": round(tokens[1] * 1000 / 389)}
+    assert {k: per[k] for k in ("items", "concurrency", "batch", "prompt_tokens", "completion_tokens")} == {
+        "items": 389, "concurrency": 16, "batch": False, **expected}
+    assert "cost_usd" not in per and isinstance(per["seconds"], float) and isinstance(per["seconds_total"], float)
+    assert (f"per 1,000 items: {expected['prompt_tokens']:,} input / {expected['completion_tokens']:,} output tokens, "
+            f"{per['seconds']:,.1f} s at concurrency 16; the price needs the judge model's prices: --judge-price-input "
+            "DOLLARS and --judge-price-output DOLLARS (per million input/output tokens)") in captured.err
+    assert json.loads((tmp_path / "v" / "validation.json").read_text())["per_1000_items"] == per
     judge = report["scorers"]["judge"]
     assert judge["kind"] == "judge under test" and judge["n_failures"] == 5 and judge["n_scored"] == 385
     expected = _expected(rows, lambda r: None if r["gold-human-eval_score"] == "4" else float(r["gpt-4-eval_score"]))
@@ -175,6 +188,48 @@ def test_judge_run_against_stub(data_dir, tmp_path, monkeypatch, capsys):
     assert "4" not in judge["by_gold_bin"]  # every gold-4 response was a judge failure
     assert report["judge"]["model"] == "stub-gpt4" and report["judge"]["run"]["failures"] == {"unparseable": 5}
     assert list(report["scorers"]) == ["judge", "gpt-4", "prometheus", "silver-human", "gold-human"]
+
+
+def _stub_tokens(srv, respond) -> tuple[int, int]:
+    """The input and output tokens the stub reported over its chat requests: ~4 characters per token of the
+    message contents, and of the reply."""
+    bodies = [r["body"] for r in srv.requests if r["path"] == "/v1/chat/completions"]
+    prompt = sum(math.ceil(len(" ".join(m["content"] for m in body["messages"])) / 4) for body in bodies)
+    return prompt, sum(math.ceil(len(respond(body)) / 4) for body in bodies)
+
+
+def test_judge_validate_states_price_per_1000_items(data_dir, tmp_path, monkeypatch, capsys):
+    """With prices, the dollars of 1,000 items at full price and with the batch discount; a run the cache answered
+    says there is nothing to measure and how to measure."""
+    from lm_eval_ext.cli import main
+
+    monkeypatch.setenv(KEY_ENV, "sk-test")
+    rows = _raw_rows()
+    respond = _gpt4_judge(rows)
+    args = ["judge", "validate", "--json", "--output-dir", str(tmp_path / "v"), "--judge-api-key-env", KEY_ENV,
+            "--judge-cache", str(tmp_path / "cache.sqlite"), "--judge-concurrency", "16", "--judge-reasks", "0",
+            "--judge-model", "stub-gpt4", "--judge-price-input", "2.5", "--judge-price-output", "10"]
+    with StubOpenAIServer(responder=respond) as srv:
+        with pytest.raises(SystemExit) as exit_code:
+            main([*args, "--judge-base-url", srv.base_url])
+        assert exit_code.value.code == 0 and srv.call_count == 389
+        prompt, completion = _stub_tokens(srv, respond)
+        captured = capsys.readouterr()
+        with pytest.raises(SystemExit) as exit_code:
+            main([*args, "--judge-base-url", srv.base_url])  # again: the cache answers every item
+        assert exit_code.value.code == 0 and srv.call_count == 389
+    per = json.loads(captured.out)["per_1000_items"]
+    prompt, completion = prompt * 1000 / 389, completion * 1000 / 389
+    full = (prompt * 2.5 + completion * 10) / 1e6
+    assert (per["prompt_tokens"], per["completion_tokens"]) == (round(prompt), round(completion))
+    assert (per["cost_usd"], per["batch_cost_usd"]) == (round(full, 6), round(full * 0.5, 6))
+    assert (f"per 1,000 items: {round(prompt):,} input / {round(completion):,} output tokens, ${full:,.2f} at the "
+            f"given prices (${full * 0.5:,.2f} with batch discount), {per['seconds']:,.1f} s at concurrency 16\n"
+            ) in captured.err
+    rerun = capsys.readouterr()
+    assert json.loads(rerun.out)["per_1000_items"]["items"] == 0
+    assert ("per 1,000 items: no figures, every verdict came from the judge's cache (nothing was spent); run with "
+            "--judge-cache none to measure tokens, price and time") in rerun.err
 
 
 def test_unreachable_judge_is_one_paragraph(data_dir, run_cli, tmp_path):

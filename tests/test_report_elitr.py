@@ -84,7 +84,11 @@ def test_elitr_section_scripted_exact(elitr_scripted, tmp_path):
     assert judges[0]["template_sha256"] == recorded["template_sha256"] and judges[0]["judge_seed"] == "2024"
     (qa,) = [j for j in judges if j["task"] == "elitr_bench_qa_dev_st"]
     assert int(qa["input_tokens"]) == recorded["usage"]["prompt_tokens"] > 0  # what the judge's replies reported
-    assert int(qa["output_tokens"]) == recorded["usage"]["completion_tokens"] > 0 and qa["cost_usd"] == ""  # no prices
+    assert int(qa["output_tokens"]) == recorded["usage"]["completion_tokens"] > 0
+    # at the run's prices ($2.5 / $10 per million input / output tokens)
+    usage = recorded["usage"]
+    assert float(qa["cost_usd"]) == usage["cost_usd"] == round(
+        (usage["prompt_tokens"] * 2.5 + usage["completion_tokens"] * 10) / 1e6, 6) > 0
 
     for name in ("elitr_settings", "elitr_breakdown"):
         assert_images(out / "figures" / f"{name}.png", out / "figures" / f"{name}.svg")

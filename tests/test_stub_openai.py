@@ -43,6 +43,20 @@ def test_jitter_is_seeded_bounded_and_leaves_the_fault_draws_alone():
     assert run(0.02, seed=6)[0] != delays
 
 
+def test_summary_counts_faults_and_requests_answered_twice():
+    """What the judge throughput bench reads: faults drawn, and request bodies answered (paid) more than once."""
+    with StubOpenAIServer(fault_sequence=["500", None, "429", None, None, "drop"]) as srv:
+        _post(srv.chat_url, {"messages": [{"role": "user", "content": "a"}]})  # 500: nothing answered
+        _post(srv.chat_url, {"messages": [{"role": "user", "content": "a"}]})  # answered once
+        _post(srv.chat_url, {"messages": [{"role": "user", "content": "b"}]})  # 429
+        _post(srv.chat_url, {"messages": [{"role": "user", "content": "b"}]})  # answered once
+        _post(srv.chat_url, {"messages": [{"role": "user", "content": "b"}]})  # answered twice
+        with pytest.raises(requests.ConnectionError):
+            _post(srv.chat_url, {"messages": [{"role": "user", "content": "a"}]})  # dropped: not answered
+        assert srv.summary() == {"calls": 6, "max_in_flight": 1, "faults": {"500": 1, "429": 1, "drop": 1},
+                                 "paid_twice": 1}
+
+
 def test_max_in_flight_counts_requests_handled_at_once():
     with StubOpenAIServer(delay_s=1.0) as srv:  # long enough for the 6 requests to overlap on a busy machine
         with concurrent.futures.ThreadPoolExecutor(6) as pool:

@@ -14,6 +14,7 @@ import dataclasses
 import io
 import json
 import sys
+import time
 from pathlib import Path
 
 from .config import OPTIONS, JudgeConfig, cli_flag, metadata_name, resolve_config
@@ -61,8 +62,9 @@ def add_judge_parser(subparsers: argparse._SubParsersAction) -> argparse.Argumen
         "elitr-bench-qa_test2_st_all-eval.json and report, beside the published GPT-4 and Prometheus judges and "
         "the silver human scores: the mean score per answering model, the Pearson, Spearman and Kendall "
         "correlations with the gold and with the silver human scores, and a plot of the mean score (95% CI) per "
-        "gold-human score. Writes correlations.csv, gold_bins.csv, gold_bins.png and validation.json to "
-        "--output-dir.",
+        "gold-human score; and what judging 1,000 items takes (input and output tokens, dollars with "
+        "--judge-price-input/--judge-price-output, seconds at the concurrency used). Writes correlations.csv, "
+        "gold_bins.csv, gold_bins.png and validation.json to --output-dir.",
         epilog="examples:\n"
         "  lm-eval-ext judge validate --from-file --json\n"
         "  OPENAI_API_KEY=... lm-eval-ext judge validate --judge-model gpt-4o-mini\n"
@@ -112,11 +114,13 @@ def validate_command(args: argparse.Namespace) -> int:
 
     rows = load_rows(args.path)
     source = args.path or default_source()
-    judge_scores = judge_record = None
+    judge_scores = judge_record = per_1000 = None
     if not args.from_file:
         from .runner import Judge
+        from .usage import per_thousand
 
         judge = Judge(config_from_args(args))
+        started = time.perf_counter()
         try:
             results = judge.run([JudgeItem(r.question, r.response, r.reference) for r in rows], label="validation")
         finally:
@@ -125,7 +129,11 @@ def validate_command(args: argparse.Namespace) -> int:
             return 0
         judge_scores = [r.score for r in results]
         judge_record = dataclasses.replace(judge.record, run=judge.stats.to_dict())
-    report = validation_report(rows, judge_scores, source=str(source), judge_record=judge_record)
+        # the items the judge was called for: a verdict from the cache or a repeated prompt cost nothing
+        per_1000 = per_thousand(judge.config, judge.stats.usage, sum(1 for r in results if r.usage),
+                                time.perf_counter() - started)
+    report = validation_report(rows, judge_scores, source=str(source), judge_record=judge_record,
+                               per_1000_items=per_1000)
     out = Path(args.output_dir)
     report["files"] = _write_files(report, out, plot_gold_bins)
     text = "\n".join(summary_lines(report) + ["", "files: " + ", ".join(report["files"].values())])

@@ -13,7 +13,8 @@ Both are faults of that try. The policy is ours, with ``tenacity``:
 - retried with exponential backoff and full jitter (``retry_wait`` * 2^k, at most
   ``retry_max_wait``), or exactly as long as a ``Retry-After`` header says: timeouts (the
   deadline), connection errors, replies over the size cap, HTTP 408/409/429/5xx, and 200
-  replies that are not a chat completion;
+  replies that are not a chat completion; the first retry after a 5xx without ``Retry-After``
+  or a dropped connection goes at once (mostly one request's bad luck; the later waits are as above);
 - fatal for the whole run (every call would fail the same way): HTTP 401, 403, 404;
 - failed at once for this item only: any other 4xx (e.g. a prompt too long for the judge);
 - the circuit breaker: ``stop_after_timeouts`` tries in a row, across every call in flight,
@@ -115,8 +116,16 @@ def _retry_after(headers) -> float | None:
     return None
 
 
+def _at_once(exc: TransientError) -> bool:
+    """Whether a first retry after ``exc`` goes at once: a server error (5xx) or a dropped connection is most
+    often one request's bad luck (a stale kept-alive connection, a worker restarting), not a server asking
+    for less."""
+    return exc.kind == "connection" or exc.kind.isdigit() and int(exc.kind) >= 500
+
+
 class _WaitRetryAfter(tenacity.wait.wait_base):
-    """Wait what the server's Retry-After says; otherwise the fallback (exponential with jitter)."""
+    """Wait what the server's Retry-After says; otherwise the fallback (exponential with jitter), except that
+    the first retry after a server error or a dropped connection goes at once (:func:`_at_once`)."""
 
     def __init__(self, fallback: tenacity.wait.wait_base, max_wait: float) -> None:
         self.fallback = fallback
@@ -126,6 +135,8 @@ class _WaitRetryAfter(tenacity.wait.wait_base):
         exc = retry_state.outcome.exception() if retry_state.outcome else None
         if isinstance(exc, TransientError) and exc.retry_after is not None:
             return min(exc.retry_after, self.max_wait)
+        if retry_state.attempt_number == 1 and isinstance(exc, TransientError) and _at_once(exc):
+            return 0.0
         return self.fallback(retry_state)
 
 
@@ -150,12 +161,16 @@ class JudgeClient:
         self.host = config.base_url_host()
         self._stop = stop
         self._budget = budget
-        # A trailing slash makes httpx append "chat/completions" to the base URL's path (/v1/...).
-        self._http = httpx.Client(
-            base_url=config.base_url.rstrip("/") + "/",
-            headers={"Authorization": f"Bearer {secret}", "Accept-Encoding": "identity"},
-            limits=httpx.Limits(max_connections=None, max_keepalive_connections=config.concurrency),
-        )
+        # the endpoints' URLs parsed once: httpx would parse and join a relative path on every request
+        root = config.base_url.rstrip("/")
+        self._urls = {path: httpx.URL(f"{root}/{path}") for path in ("chat/completions", "models")}
+        # One HTTP client per worker thread, each keeping its own connection alive: a pool shared by every
+        # worker is scanned and locked on each request and reply, which cost more CPU than the call itself
+        # at 32 in flight (docs/judge.md, Throughput).
+        self._local = threading.local()
+        self._tls = httpx.create_ssl_context()  # what each client would load again (~70 ms of CPU)
+        self._clients: list[httpx.Client] = []
+        self._clients_lock = threading.Lock()
         self.reached = threading.Event()  # set by the first well-formed reply of this run
         self.last_reply = float("-inf")  # time.monotonic() of the latest well-formed reply
         self.retries: Counter[str] = Counter()
@@ -169,8 +184,23 @@ class JudgeClient:
         self._stop.set()
 
     def close(self) -> None:
-        """Close the connections."""
-        self._http.close()
+        """Close the connections (of every thread)."""
+        with self._clients_lock:
+            clients, self._clients = self._clients, []
+        for client in clients:
+            client.close()
+
+    def _http(self) -> httpx.Client:
+        """This thread's HTTP client (made on its first call)."""
+        client = getattr(self._local, "client", None)
+        if client is None:
+            client = httpx.Client(headers={"Authorization": f"Bearer {self._secret}", "Accept-Encoding": "identity"},
+                                  limits=httpx.Limits(max_connections=None, max_keepalive_connections=1),
+                                  verify=self._tls)
+            self._local.client = client
+            with self._clients_lock:
+                self._clients.append(client)
+        return client
 
     def redact(self, text: str) -> str:
         """``text`` with the API key replaced by ``***``.
@@ -278,7 +308,7 @@ class JudgeClient:
         deadline = time.monotonic() + timeout
         cap = self.config.max_reply_bytes
         try:
-            with self._http.stream(method, path, json=body, timeout=timeout) as response:
+            with self._http().stream(method, self._urls[path], json=body, timeout=timeout) as response:
                 data = bytearray()
                 for chunk in response.iter_bytes():
                     data += chunk

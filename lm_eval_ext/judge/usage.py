@@ -120,6 +120,43 @@ def usage_text(usage: dict) -> str:
     return f"{usage['prompt_tokens']:,} input + {usage['completion_tokens']:,} output tokens{cost}"
 
 
+def per_thousand(config: JudgeConfig, usage: dict, items: int, seconds: float) -> dict:
+    """What judging 1,000 items takes, as judge leaderboards state it, from a run whose judge calls judged
+    ``items`` items (verdicts from the cache left out), used ``usage`` (:func:`summarize`) and took ``seconds``.
+
+    ``items``, ``concurrency``, ``batch`` and ``seconds_total`` always; with ``items``: ``prompt_tokens``,
+    ``completion_tokens``, ``seconds`` per 1,000 items, and with prices ``cost_usd`` and ``batch_cost_usd``.
+    The time is a report figure only: it depends on the endpoint's load and decides nothing.
+    """
+    out: dict = {"items": items, "concurrency": config.concurrency, "batch": config.batch,
+                 "seconds_total": round(seconds, 3)}
+    if not items:
+        return out
+    prompt, completion = usage["prompt_tokens"] * 1000 / items, usage["completion_tokens"] * 1000 / items
+    out.update(prompt_tokens=round(prompt), completion_tokens=round(completion), seconds=round(seconds * 1000 / items, 3))
+    if priced(config):
+        out["cost_usd"] = round(dollars(config, prompt, completion), 6)
+        out["batch_cost_usd"] = round(dollars(config, prompt, completion, batch=True), 6)
+    return out
+
+
+def per_thousand_text(figures: dict) -> str:
+    """``"per 1,000 items: 1,234,567 input / 200,000 output tokens, $5.09 at the given prices ($2.55 with batch
+    discount), 48.2 s at concurrency 16"``; without prices, what to give for the price."""
+    if not figures["items"]:
+        return ("per 1,000 items: no figures, every verdict came from the judge's cache (nothing was spent); run "
+                f"with {how_to_set('cache', 'none')} to measure tokens, price and time")
+    text = f"per 1,000 items: {figures['prompt_tokens']:,} input / {figures['completion_tokens']:,} output tokens, "
+    if "cost_usd" in figures:
+        text += f"${figures['cost_usd']:,.2f} at the given prices (${figures['batch_cost_usd']:,.2f} with batch discount), "
+    how = "through the batch API" if figures["batch"] else f"at concurrency {figures['concurrency']}"
+    text += f"{figures['seconds']:,.1f} s {how}"
+    if "cost_usd" not in figures:
+        text += (f"; the price needs the judge model's prices: {how_to_set('price_input', 'DOLLARS')} and "
+                 f"{how_to_set('price_output', 'DOLLARS')} (per million input/output tokens)")
+    return text
+
+
 def estimate(config: JudgeConfig, requests: Iterable[dict]) -> dict:
     """What judging ``requests`` (request bodies, one per expected call) would take: ``calls``,
     ``prompt_tokens`` (~4 characters per token), ``completion_tokens`` (:data:`REPLY_TOKENS` each) and, with

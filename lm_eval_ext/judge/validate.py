@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from scipy import stats
 
 from .records import JudgeRecord
+from .usage import per_thousand_text
 from .validation_data import GOLD, SILVER, ValidationRow
 
 JUDGE_UNDER_TEST = "judge"
@@ -74,11 +75,12 @@ def _scorer(name: str, scores: list[float | None], rows: Sequence[ValidationRow]
 
 
 def validation_report(rows: Sequence[ValidationRow], judge_scores: list[float | None] | None = None, *,
-                      source: str, judge_record: JudgeRecord | None = None) -> dict:
+                      source: str, judge_record: JudgeRecord | None = None, per_1000_items: dict | None = None) -> dict:
     """The full report (the JSON of ``lm-eval-ext judge validate --json``; keys in docs/judge.md).
 
     ``judge_scores`` are the scores of the judge under test, one per row (None = judge failure);
-    without them only the file's own scorers are reported (``--from-file``).
+    without them only the file's own scorers are reported (``--from-file``). ``per_1000_items`` is what
+    judging 1,000 items took (:func:`lm_eval_ext.judge.usage.per_thousand`).
     """
     models = list(dict.fromkeys(row.model for row in rows))
     published = list(dict.fromkeys(name for row in rows for name in row.scores if name not in (GOLD, SILVER)))
@@ -95,6 +97,8 @@ def validation_report(rows: Sequence[ValidationRow], judge_scores: list[float | 
     }
     if judge_record is not None:
         report["judge"] = judge_record.to_dict()
+    if per_1000_items is not None:
+        report["per_1000_items"] = per_1000_items
     return report
 
 
@@ -127,4 +131,6 @@ def summary_lines(report: dict) -> list[str]:
         lines += ["", f"judge under test: {judge.judge} = {judge.model} at {judge.base_url_host} "
                       f"(template {judge.template}, temperature {judge.temperature}, top-p {judge.top_p}, "
                       f"seed {judge.seed})"]
+    if "per_1000_items" in report:
+        lines.append(per_thousand_text(report["per_1000_items"]))
     return lines

@@ -80,8 +80,8 @@ For each of these two the request's entry records ``sent`` (body bytes written) 
 ``fail_status=401`` (any 4xx/5xx) makes every POST fail with that status.
 
 In its own process (benchmarks, so that its CPU time is not the client's):
-``python -m doubles.stub_openai --delay 0.5 --jitter 1.5`` prints the base URL and
-serves until its stdin closes.
+``python -m doubles.stub_openai --delay 0.5 --jitter 1.5 [--faults 500=0.04,drop=0.03]`` prints the
+base URL, serves until its stdin closes, then prints :meth:`StubOpenAIServer.summary` as JSON.
 """
 
 from __future__ import annotations
@@ -94,6 +94,7 @@ import socket
 import threading
 import time
 import zlib
+from collections import Counter
 from collections.abc import Callable, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -320,6 +321,20 @@ class StubOpenAIServer:
     def call_count(self) -> int:
         with self._lock:
             return len(self.requests)
+
+    def summary(self) -> dict:
+        """``calls``, ``max_in_flight``, ``faults`` (count per kind), ``paid_twice`` (:meth:`paid_twice`)."""
+        with self._lock:
+            faults = Counter(e["fault"] for e in self.requests if e["fault"])
+        return {"calls": self.call_count, "max_in_flight": self.max_in_flight, "faults": dict(faults),
+                "paid_twice": self.paid_twice()}
+
+    def paid_twice(self) -> int:
+        """How many distinct request bodies were answered with a completion more than once (a client that
+        pays for the same request twice); faults (429, 500, drops, ...) answer nothing and do not count."""
+        with self._lock:
+            answered = Counter(json.dumps(e["body"], sort_keys=True) for e in self.requests if e.get("answered"))
+        return sum(1 for n in answered.values() if n > 1)
 
     # -- request handling --------------------------------------------------
 
@@ -580,6 +595,7 @@ class StubOpenAIServer:
                     payload = stub._completion(path, body, text_for)
                 except Exception as exc:  # a broken responder shows up in the test as a 500 naming it
                     return self._error(500, f"stub responder raised {exc!r}", "stub_responder_error")
+                entry["answered"] = True  # a completion is sent: what a paid API would charge for
                 if fault in BODY_FAULTS:
                     return self._body_fault(entry, fault, payload)
                 self._send_json(200, payload)
@@ -698,9 +714,11 @@ class BatchAPI:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """``python -m doubles.stub_openai [--delay S] [--jitter S] [--text T]``: serve until stdin closes.
+    """``python -m doubles.stub_openai [--delay S] [--jitter S] [--text T] [--faults KIND=P,...]``: serve until
+    stdin closes.
 
-    Prints the base URL on the first line of stdout. Benchmarks run the stub in its own process
+    Prints the base URL on the first line of stdout, and when stdin closes :meth:`StubOpenAIServer.summary`
+    as one JSON line. Benchmarks run the stub in its own process
     this way, so that its CPU time is not counted as the client's.
     """
     import argparse
@@ -711,11 +729,16 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--jitter", type=float, default=0.0, help="up to this many more seconds (jitter_s)")
     parser.add_argument("--text", default="stub reply", help="the reply text")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--faults", default="", metavar="KIND=P,...",
+                        help="faults drawn per POST request, e.g. 500=0.04,429=0.03,drop=0.03 (faults)")
+    parser.add_argument("--retry-after", default="0.05", help="the Retry-After header of a 429, in seconds")
     args = parser.parse_args(argv)
-    with StubOpenAIServer(text=args.text, delay_s=args.delay, jitter_s=args.jitter, seed=args.seed) as srv:
+    faults = {kind: float(p) for kind, p in (part.split("=", 1) for part in args.faults.split(",") if part)}
+    with StubOpenAIServer(text=args.text, delay_s=args.delay, jitter_s=args.jitter, seed=args.seed, faults=faults,
+                          retry_after=args.retry_after) as srv:
         print(srv.base_url, flush=True)
         sys.stdin.read()  # until the parent closes the pipe
-        print(f"calls {srv.call_count} max_in_flight {srv.max_in_flight}", flush=True)
+        print(json.dumps(srv.summary()), flush=True)
 
 
 if __name__ == "__main__":

@@ -336,7 +336,9 @@ def elitr_scripted(tmp: Path) -> Path:
     responses.write_text(json.dumps({"rules": [], "default": "an answer"}))
     out = tmp / "out"
     with StubOpenAIServer(responder=answering_the_probe(responder), models=["stub-judge"]) as judge:
-        metadata = json.dumps({"judge_base_url": judge.base_url, "judge_model": "stub-judge", "judge_cache": "none"})
+        # with prices, so that the results, the report and the leaderboard record state dollars beside the tokens
+        metadata = json.dumps({"judge_base_url": judge.base_url, "judge_model": "stub-judge", "judge_cache": "none",
+                               "judge_price_input": 2.5, "judge_price_output": 10})
         for seed in (2023, 2024):
             harness(out / f"seed_{seed}", "ext-canned-gen", f"responses={responses}",
                     "elitr_bench_qa_dev_st,elitr_bench_qa_dev_mt,elitr_bench_conv_dev_mt", "--seed", str(seed),
