@@ -94,7 +94,9 @@ setup(
             "tokenizers",
             "openai>=1.40",
             "httpx>=0.23",
-            "pytest>=8",
+            # below 9.2: with pytest 9.2, pytest-xdist's --dist loadgroup stops grouping without a word
+            # (pytest-dev/pytest-xdist#1386), and each worker builds a module's expensive fixture again
+            "pytest>=8,<9.2",
             "pytest-xdist>=3.6",  # the suite runs on every core (pyproject.toml's addopts)
             "playwright",
             "wandb",  # the harness's W&B logger, run offline by the tests

@@ -34,9 +34,11 @@ prompts are not checked: :func:`resolve_budget` returns None and the task says s
 Speed: tokenizing every whole prompt of a long-context sweep is slow (8,820 Lost in the Middle
 prompts of ~13k characters), and its prompts are the same few thousand documents in different
 orders. A task may therefore give, per prompt, the *pieces* it was assembled from: each distinct
-piece is tokenized once, a prompt's size is estimated as the sum of its pieces, and only a
-prompt whose estimate lies within a few tokens per join of the limit (:data:`JOIN_SLACK`, one where a
-word starts) is tokenized whole. Decisions are the same as tokenizing every prompt (tests/test_prompt_length.py checks it
+piece is tokenized once, a prompt's size is estimated as the sum of its pieces; a prompt whose
+estimate lies within a few tokens per join of the limit (:data:`JOIN_SLACK`, one where a word starts)
+is corrected by what each of its joins changes, counted on a few words either side of the join
+(:data:`JOIN_WINDOW`), and only one still within :data:`CORRECTED_SLACK` tokens of the limit is
+tokenized whole. Decisions are the same as tokenizing every prompt (tests/test_prompt_length.py checks it
 prompt by prompt); bench/litm_prompt_throughput.py measures the speed.
 
 Over-long prompts that a task may shorten (ELITR-Bench's transcripts) are cut with
@@ -64,6 +66,10 @@ COUNT_CHUNK_CHARS = 1_000_000  # text tokenized per batch (the Rust encodings of
 # join, a word-start marker): prompts estimated within this many tokens per join of the limit are
 # tokenized whole. A join next to white space (where a word starts) moves the count by at most one.
 JOIN_SLACK, WORD_JOIN_SLACK = 4, 1
+# A prompt still undecided is measured again, join by join: what joining changes is counted on the
+# JOIN_WINDOW characters either side of each join (a tokenizer's merges stay within words), and only a
+# prompt whose corrected size lies within CORRECTED_SLACK tokens of the limit is tokenized whole.
+JOIN_WINDOW, CORRECTED_SLACK = 32, 2
 
 
 class LengthCheckError(UserError):
@@ -158,6 +164,7 @@ class LengthBudget:
         for i, ((context, _), parts) in enumerate(zip(requests, pieces, strict=True)):
             if parts and isinstance(context, str) and (start := context.find(body := "".join(parts))) >= 0:
                 layouts[i] = [context[:start], *parts, context[start + len(body):]]
+        undecided: dict[int, tuple[int, int, list[tuple[str, str]]]] = {}
         distinct = list(dict.fromkeys(piece for layout in layouts.values() for piece in layout if piece))
         sizes = dict(zip(distinct, self.count_pieces(distinct), strict=True))
         for i, layout in layouts.items():
@@ -170,6 +177,22 @@ class LengthBudget:
             room = self.max_length - max_gen_toks(gen_kwargs)
             if estimate + slack <= room or estimate - slack > room:
                 verdicts[i] = Verdict(estimate, max_gen_toks(gen_kwargs), self.max_length, exact=False)
+            else:
+                undecided[i] = (estimate, room, list(zip(used, used[1:])))
+        self._correct_at_joins(requests, undecided, verdicts)
+
+    def _correct_at_joins(self, requests, undecided: dict, verdicts: list) -> None:
+        """Decide the prompts near the limit from their estimate plus what each join changes, measured on
+        the join's window; those still within CORRECTED_SLACK of the limit are left for whole tokenization."""
+        windows = {(left[-JOIN_WINDOW:], right[:JOIN_WINDOW])
+                   for _, _, joins in undecided.values() for left, right in joins}
+        texts = list(dict.fromkeys(t for pair in windows for t in (pair[0] + pair[1], *pair)))
+        sizes = dict(zip(texts, self.count_pieces(texts), strict=True)) if texts else {}
+        for i, (estimate, room, joins) in undecided.items():
+            corrected = estimate + sum(sizes[a + b] - sizes[a] - sizes[b]
+                                       for a, b in ((left[-JOIN_WINDOW:], right[:JOIN_WINDOW]) for left, right in joins))
+            if abs(corrected - room) > CORRECTED_SLACK:
+                verdicts[i] = Verdict(corrected, max_gen_toks(requests[i][1]), self.max_length, exact=False)
 
     def describe(self) -> str:
         """One line for logs and reports."""

@@ -28,6 +28,8 @@ PUBLISHED_TEMPLATES = {
 }
 
 
+pytestmark = pytest.mark.xdist_group("elitr_prompts")  # one worker builds `examples`
+
 @pytest.fixture(scope="module")
 def examples(data_dir) -> dict:
     """The authors' prompts by (mode, qa_markers, question index), transcript put back in."""

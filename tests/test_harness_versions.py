@@ -43,6 +43,8 @@ def judge_score(question: str) -> int:
     return 1 + len(question) % 10
 
 
+pytestmark = pytest.mark.xdist_group("harness_versions")  # one worker builds `out`
+
 @pytest.fixture(scope="module")
 def out(tmp_path_factory, data_dir, tiny_model_dir) -> Path:
     """``lm_eval run`` of the four tasks, --limit 8, with the scripted model and a stub judge."""

@@ -18,6 +18,8 @@ PARTIAL = ("lost_in_the_middle/partial_first_release_2023/ViktorTorp+lost-in-the
 UUID4 = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
 
 
+pytestmark = pytest.mark.xdist_group("litm_data")  # one worker builds `partial_examples`
+
 @pytest.fixture(scope="module")
 def partial_examples(data_dir):
     path = Path(data_dir) / PARTIAL

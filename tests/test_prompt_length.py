@@ -17,6 +17,8 @@ PARTIAL = ("lost_in_the_middle/partial_first_release_2023/ViktorTorp+lost-in-the
            "gpt_reordered/nq-open-20_total_documents_gold_at_0-gpt-35-reorder-predictions-scored.jsonl.gz")
 
 
+pytestmark = pytest.mark.xdist_group("prompt_length")  # one worker builds `metaspace_tokenizer_dir`
+
 @pytest.fixture(scope="module")
 def metaspace_tokenizer_dir(tmp_path_factory) -> Path:
     """A SentencePiece-style BPE tokenizer (Metaspace pre-tokenizer, a BOS added), trained offline."""

@@ -204,6 +204,29 @@ def test_requires_data_skips_with_one_reason_or_runs(pytester, monkeypatch):
     assert "is not a directory" in result.stderr.str()
 
 
+GROUPED_DEMO = """
+import pytest
+
+pytestmark = pytest.mark.xdist_group("one_worker")
+
+@pytest.mark.parametrize("n", range(6))
+def test_where(n):
+    pass
+"""
+
+
+@pytest.mark.slow  # a pytest session in a subprocess
+def test_an_xdist_group_runs_on_one_worker(pytester):
+    """The suite's expensive module fixtures are built once because `--dist loadgroup` keeps their module on one
+    worker (docs/testing.md, Speed). Some pytest and pytest-xdist versions together stop grouping without a
+    word (pytest-dev/pytest-xdist#1386): then every worker would build them again."""
+    pytester.makepyfile(test_grouped=GROUPED_DEMO)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "2", "--dist", "loadgroup", "-v")
+    result.assert_outcomes(passed=6)
+    workers = [line.split()[0] for line in result.stdout.lines if " PASSED " in line]  # "[gw1] [ 16%] PASSED ..."
+    assert len(workers) == 6 and len(set(workers)) == 1, result.stdout.str()
+
+
 # -- scripted models through the harness ---------------------------------
 
 
