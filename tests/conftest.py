@@ -175,16 +175,18 @@ def run_cli(tmp_path):
 
 
 def _listing_once(tmp_path_factory, name: str, with_tasks_dir: bool) -> subprocess.CompletedProcess:
-    """``lm_eval ls tasks`` (with ``--include_path`` of ``lm-eval-ext tasks-dir``), run once per test run."""
+    """``lm_eval ls tasks`` (or, the start-up hook off, with ``--include_path`` of ``lm-eval-ext tasks-dir``), run
+    once per test run."""
     from helpers.once import built_once
 
     def build(directory: Path) -> Path:
-        cmd = ["lm_eval", "ls", "tasks"]
+        cmd, env = ["lm_eval", "ls", "tasks"], None
         if with_tasks_dir:
             tasks_dir = _run_command(["lm-eval-ext", "tasks-dir"], cwd=directory)
             assert tasks_dir.returncode == 0, tasks_dir.stderr
             cmd += ["--include_path", tasks_dir.stdout.strip()]
-        proc = _run_command(cmd, cwd=directory)
+            env = {"LM_EVAL_EXT_AUTOLOAD": "0"}  # the start-up hook off: the tasks come from --include_path alone
+        proc = _run_command(cmd, cwd=directory, env=env)
         saved = directory / "listing.json"
         saved.write_text(json.dumps({"args": cmd, "returncode": proc.returncode, "stdout": proc.stdout,
                                      "stderr": proc.stderr}))
@@ -202,8 +204,9 @@ def plain_task_listing(tmp_path_factory) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="session")
 def plain_task_listing_with_tasks_dir(tmp_path_factory) -> subprocess.CompletedProcess:
-    """``lm_eval ls tasks --include_path DIR``, DIR printed by ``lm-eval-ext tasks-dir``; like
-    :func:`plain_task_listing`, run once per test run; asserts nothing."""
+    """``lm_eval ls tasks --include_path DIR``, DIR printed by ``lm-eval-ext tasks-dir``, with the start-up hook off
+    (``LM_EVAL_EXT_AUTOLOAD=0``: what it lists of the plugin comes from DIR); like :func:`plain_task_listing`, run
+    once per test run; asserts nothing."""
     return _listing_once(tmp_path_factory, "lm_eval_ls_tasks_dir", with_tasks_dir=True)
 
 
