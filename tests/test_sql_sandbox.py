@@ -103,6 +103,7 @@ def _first_table(db: Path) -> str:
         conn.close()
 
 
+@pytest.mark.slow  # every hostile query on every database of the mirror (~25 CPU seconds): not the inner loop
 def test_hostile_corpus_against_every_database(data_dir, tmp_path):
     mirror = sorted((data_dir / "spider" / "database").glob("*/*.sqlite"))
     assert len(mirror) >= 50
