@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 
 from .. import __version__
-from ..data import DataError, dataset_files, pinned_file
+from ..data import DataError, dataset_files, pinned_file, sha256_of
 from ..data.registry import MANIFEST_PATH
 from ..elitr.seed_summary import summarize
 from ..judge.usage import add_up
@@ -22,7 +22,7 @@ from ..results.lieder import family_mean, novelty_tests, read_human_baseline
 from ..results.load import Model, Run
 from ..results.status import PARTIAL, TRUNCATED, run_status, shown_run
 from .benchmarks import BENCHMARKS, benchmark_of
-from .provenance import provenance_entry, seal, sha256_file
+from .provenance import provenance_entry, seal
 from .schema import SCHEMA_VERSION
 
 
@@ -30,7 +30,7 @@ def _run_entry(run: Run, tasks: list[str]) -> dict:
     config = run.config
     return {
         "results_file": str(run.path),
-        "results_sha256": sha256_file(run.path),
+        "results_sha256": sha256_of(run.path),
         "date": run.date_id,
         "lm_eval_version": run.data.get("lm_eval_version"),
         "transformers_version": run.data.get("transformers_version"),
@@ -84,7 +84,7 @@ def _data_entry(tasks: dict[str, tuple[Run, dict]]) -> dict:
         for data_file in benchmark.files(run.task_config(task)):
             if data_file.user_file:
                 path = Path(data_file.path)
-                sha = sha256_file(path) if path.is_file() else None
+                sha = sha256_of(path) if path.is_file() else None
             else:
                 try:
                     sha = pinned_file(data_file.dataset, data_file.path).sha256

@@ -21,20 +21,11 @@ import json
 import re
 from pathlib import Path
 
+from ..data import sha256_of
 from ..results.load import Run
 
 COMMUNITY, VERIFIED = "community", "verified"
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
-_CHUNK = 1 << 20
-
-
-def sha256_file(path: Path) -> str:
-    """The sha256 of a file, read in chunks (sample logs can be large)."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while chunk := handle.read(_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def _run_revision(run: Run) -> tuple[str | None, str | None, str]:
@@ -75,17 +66,17 @@ def source_files(runs: list[Run], tasks: dict[Path, list[str]], seed_runs: list[
     the seeds summary read (``run`` null)."""
     files = []
     for index, run in enumerate(runs):
-        files.append({"kind": "results", "path": str(run.path), "sha256": sha256_file(run.path), "run": index,
+        files.append({"kind": "results", "path": str(run.path), "sha256": sha256_of(run.path), "run": index,
                       "task": None})
         for task in tasks[run.path]:
             if (samples := run.samples_path(task)) is not None:
-                files.append({"kind": "samples", "path": str(samples), "sha256": sha256_file(samples), "run": index,
+                files.append({"kind": "samples", "path": str(samples), "sha256": sha256_of(samples), "run": index,
                               "task": task})
     listed = {run.path for run in runs}
     for run in seed_runs:
         if run.path not in listed:
             listed.add(run.path)
-            files.append({"kind": "results", "path": str(run.path), "sha256": sha256_file(run.path), "run": None,
+            files.append({"kind": "results", "path": str(run.path), "sha256": sha256_of(run.path), "run": None,
                           "task": None})
     return files
 

@@ -23,8 +23,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from .. import __version__
+from ..data import sha256_of
 from ..export.leaderboard import chosen_tasks
-from ..export.provenance import VERIFIED, model_revision, seal, sha256_file
+from ..export.provenance import VERIFIED, model_revision, seal
 from ..results.load import Model, load_models
 from ..results.output import write_text
 from .records import LeaderboardError, read_records
@@ -128,7 +129,7 @@ def verify_record(record_path: str, results_dir: str, sigmas: float = SIGMAS) ->
         "sigmas": sigmas,
         "tasks": sorted(record["tasks"]),
         "metrics_compared": compared,
-        "files": [{"path": str(r.path), "sha256": sha256_file(r.path)} for r in sorted(used, key=lambda r: str(r.path))],
+        "files": [{"path": str(r.path), "sha256": sha256_of(r.path)} for r in sorted(used, key=lambda r: str(r.path))],
     }
     write_text(path, json.dumps(seal(record), indent=2, ensure_ascii=False) + "\n", "RECORD")
     return Verified(path, len(record["tasks"]), compared, sigmas)
