@@ -1,12 +1,11 @@
 """Archives: reading (encrypted) zip members in memory, and zip/tar extraction that refuses unsafe entries."""
 import os
-import re
 import stat
 import tarfile
 import tempfile
 import zipfile
 import zlib
-from pathlib import Path, PurePosixPath
+from pathlib import Path, PureWindowsPath
 
 import pooch
 
@@ -17,9 +16,8 @@ _READ_ERRORS = (RuntimeError, NotImplementedError, zipfile.BadZipFile, tarfile.T
 
 def check_member_name(name: str, archive: Path | str, link: str | None = None) -> None:
     """Refuse a member name that could land outside the extraction directory, or a link (``link`` names its kind)."""
-    normalized = name.replace("\\", "/")
-    problem = ("absolute path" if normalized.startswith("/") or re.match(r"^[A-Za-z]:", normalized)
-               else "'..' path component" if ".." in PurePosixPath(normalized).parts else link)
+    path = PureWindowsPath(name)  # both separators and drive letters: an archive may come from any system
+    problem = "absolute path" if path.anchor else "'..' path component" if ".." in path.parts else link
     if problem:
         raise DataError(f"Unsafe entry {name!r} in archive {archive}: {problem}. Nothing was extracted.")
 

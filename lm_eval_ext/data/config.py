@@ -3,6 +3,8 @@ import os
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import pooch
+
 DATA_DIR_ENV, CACHE_DIR_ENV, SPIDER_DIR_ENV = "LM_EVAL_EXT_DATA_DIR", "LM_EVAL_EXT_CACHE_DIR", "LM_EVAL_EXT_SPIDER_DIR"
 DOWNLOAD_BASE_ENV = "LM_EVAL_EXT_DOWNLOAD_BASE"
 # The harness's offline switches forbid our downloads too: a user who set them expects no network traffic.
@@ -26,11 +28,7 @@ def spider_dir() -> Path | None:
 
 def cache_dir() -> Path:
     """The user cache: ``$LM_EVAL_EXT_CACHE_DIR``, else pooch's ``os_cache`` (``~/.cache/lm_eval_ext`` on Linux)."""
-    if (given := _path_from(CACHE_DIR_ENV)) is not None:
-        return given
-    import pooch  # imported only when needed: it costs start-up time
-
-    return Path(pooch.os_cache("lm_eval_ext"))
+    return _path_from(CACHE_DIR_ENV) or Path(pooch.os_cache("lm_eval_ext"))
 
 
 def offline_reason() -> str | None:
