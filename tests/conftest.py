@@ -129,6 +129,11 @@ def isolated_data_env(tmp_path_factory):
             mp.setenv(DATA_DIR_ENV, str(mirror))
         mp.setenv("LM_EVAL_EXT_CACHE_DIR", str(tmp_path_factory.mktemp("lm_eval_ext_cache")))
         mp.setenv("LM_EVAL_EXT_OFFLINE", "1")
+        from doubles import builtin_index
+
+        shared = tmp_path_factory.getbasetemp()
+        shared = shared.parent if os.environ.get("PYTEST_XDIST_WORKER") else shared  # every worker's parent
+        mp.setenv(builtin_index.ENV, str(shared / "builtin_task_yamls.pickle"))
         yield
 
 

@@ -2,11 +2,12 @@
 process, with the test doubles registered (they are not installed with the plugin).
 
 The commands run exactly as their console scripts do (``lm_eval.__main__.cli_evaluate``,
-``lm_eval_ext.cli.main``), with ``sys.argv[0]`` the command's name.
+``lm_eval_ext.cli.main``), with ``sys.argv[0]`` the command's name; the built-in task YAMLs' parses are reused
+across the run's processes (doubles/builtin_index.py).
 """
 import sys
 
-from doubles import register
+from doubles import builtin_index, register
 
 COMMANDS = ("lm_eval", "lm-eval-ext")
 
@@ -15,6 +16,7 @@ def main() -> None:
     if len(sys.argv) < 2 or sys.argv[1] not in COMMANDS:
         sys.exit(f"usage: python -m doubles {{{','.join(COMMANDS)}}} ARGS...")
     register()
+    builtin_index.install()
     sys.argv = sys.argv[1:]
     if sys.argv[0] == "lm_eval":
         from lm_eval.__main__ import cli_evaluate
