@@ -1,6 +1,7 @@
 """One judge call over the OpenAI chat-completions API, bounded in time and size, with the retry policy of judge.md.
 
-Each HTTP request goes through ``httpx`` (streamed, so that the reply is read in pieces):
+Each HTTP request goes through the judge's transport (:mod:`lm_eval_ext.judge.http`: ``aiohttp`` on one
+event loop shared by the worker threads; the reply is read in pieces as it arrives):
 
 - **an overall deadline**: connecting, sending and reading the whole reply must end within
   ``timeout`` seconds of the start; a reply still arriving then (a server that streams
@@ -39,12 +40,13 @@ import os
 import threading
 import time
 from collections import Counter
+from collections.abc import Mapping
 
-import httpx
 import tenacity
 
 from .config import JudgeConfig, env_name, how_to_set
 from .errors import JudgeConfigError, JudgeRequestRejected
+from .http import Cut, Transport
 from .usage import reply_usage
 
 log = logging.getLogger(__name__)
@@ -161,16 +163,10 @@ class JudgeClient:
         self.host = config.base_url_host()
         self._stop = stop
         self._budget = budget
-        # the endpoints' URLs parsed once: httpx would parse and join a relative path on every request
         root = config.base_url.rstrip("/")
-        self._urls = {path: httpx.URL(f"{root}/{path}") for path in ("chat/completions", "models")}
-        # One HTTP client per worker thread, each keeping its own connection alive: a pool shared by every
-        # worker is scanned and locked on each request and reply, which cost more CPU than the call itself
-        # at 32 in flight (docs/judge.md, Throughput).
-        self._local = threading.local()
-        self._tls = httpx.create_ssl_context()  # what each client would load again (~70 ms of CPU)
-        self._clients: list[httpx.Client] = []
-        self._clients_lock = threading.Lock()
+        self._urls = {path: f"{root}/{path}" for path in ("chat/completions", "models")}
+        self._http = Transport(root, {"Authorization": f"Bearer {secret}", "Accept-Encoding": "identity"},
+                               connections=config.concurrency)
         self.reached = threading.Event()  # set by the first well-formed reply of this run
         self.last_reply = float("-inf")  # time.monotonic() of the latest well-formed reply
         self.retries: Counter[str] = Counter()
@@ -184,23 +180,8 @@ class JudgeClient:
         self._stop.set()
 
     def close(self) -> None:
-        """Close the connections (of every thread)."""
-        with self._clients_lock:
-            clients, self._clients = self._clients, []
-        for client in clients:
-            client.close()
-
-    def _http(self) -> httpx.Client:
-        """This thread's HTTP client (made on its first call)."""
-        client = getattr(self._local, "client", None)
-        if client is None:
-            client = httpx.Client(headers={"Authorization": f"Bearer {self._secret}", "Accept-Encoding": "identity"},
-                                  limits=httpx.Limits(max_connections=None, max_keepalive_connections=1),
-                                  verify=self._tls)
-            self._local.client = client
-            with self._clients_lock:
-                self._clients.append(client)
-        return client
+        """Close the connections."""
+        self._http.close()
 
     def redact(self, text: str) -> str:
         """``text`` with the API key replaced by ``***``.
@@ -298,31 +279,24 @@ class JudgeClient:
         self.last_reply = time.monotonic()
         return self.redact(text)
 
-    def _fetch(self, method: str, path: str, body: dict | None, timeout: float) -> tuple[int, httpx.Headers, bytes]:
-        """Status, headers and body of one request that must end within ``timeout`` s and ``max_reply_bytes``.
-
-        httpx's timeouts bound each step (connect, send, each wait for data) by ``timeout``; the
-        deadline over the whole call is checked as the body arrives, so a reply that keeps coming
-        is cut at the deadline, and one that outgrows the cap at the cap.
-        """
-        deadline = time.monotonic() + timeout
+    def _fetch(self, method: str, path: str, body: dict | None, timeout: float) -> tuple[int, Mapping[str, str], bytes]:
+        """Status, headers and body of one request that must end within ``timeout`` s and ``max_reply_bytes``
+        (:meth:`lm_eval_ext.judge.http.Transport.fetch`); a cut or failed request is a :class:`TransientError`."""
         cap = self.config.max_reply_bytes
+        # the body as the openai client sends it: compact UTF-8 JSON
+        data = None if body is None else json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
         try:
-            with self._http().stream(method, self._urls[path], json=body, timeout=timeout) as response:
-                data = bytearray()
-                for chunk in response.iter_bytes():
-                    data += chunk
-                    if len(data) > cap:
-                        raise TransientError("too_large", f"{self.host} sent a reply of more than {cap} bytes "
-                                                          f"(judge option max_reply_bytes); it was cut there")
-                    if time.monotonic() > deadline:
-                        raise TransientError("timeout", f"no whole reply from {self.host} within {timeout:g} s "
-                                                        f"(it was still arriving: {len(data)} bytes so far)")
-                return response.status_code, response.headers, bytes(data)
-        except httpx.TimeoutException:
-            raise TransientError("timeout", f"no reply from {self.host} within {timeout:g} s") from None
-        except httpx.HTTPError as exc:  # refused, reset, dropped mid-reply, a broken HTTP response
-            raise TransientError("connection", self.redact(f"cannot connect to {self.host}: {exc}")) from None
+            return self._http.fetch(method, self._urls[path], data, timeout, cap)
+        except Cut as cut:
+            if cut.kind == "too_large":
+                raise TransientError("too_large", f"{self.host} sent a reply of more than {cap} bytes "
+                                                  f"(judge option max_reply_bytes); it was cut there") from None
+            if cut.kind == "timeout" and cut.received is not None:
+                raise TransientError("timeout", f"no whole reply from {self.host} within {timeout:g} s "
+                                                f"(it was still arriving: {cut.received} bytes so far)") from None
+            if cut.kind == "timeout":
+                raise TransientError("timeout", f"no reply from {self.host} within {timeout:g} s") from None
+            raise TransientError("connection", self.redact(f"cannot connect to {self.host}: {cut}")) from None
 
     def _count_silence(self, err: TransientError | None) -> None:
         """The circuit breaker: count tries in a row that got nothing back (timeout, no connection).
@@ -343,7 +317,7 @@ class JudgeClient:
         self.abort()
         raise self.gone
 
-    def _status_error(self, status: int, body: bytes, headers: httpx.Headers, model: str | None) -> Exception:
+    def _status_error(self, status: int, body: bytes, headers: Mapping[str, str], model: str | None) -> Exception:
         message = self.redact(_error_message(body))
         if status in _RETRIED_STATUS or status >= 500:
             return TransientError(str(status), f"HTTP {status} from {self.host}: {message}", _retry_after(headers))
