@@ -33,6 +33,8 @@ text we pass on (server error messages, replies).
 """
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import email.utils
 import json
 import logging
@@ -52,6 +54,7 @@ from .usage import reply_usage
 log = logging.getLogger(__name__)
 
 _MIN_SECRET_LENGTH = 8  # shorter "keys" are placeholders, not secrets
+_ABORT_TICK = 0.05  # seconds: how often a retry's wait looks whether the run was stopped
 _RETRIED_STATUS = {408, 409, 429}
 _FATAL_STATUS = {401: "rejected the API key", 403: "refused access with this API key",
                  404: "does not know this model or path"}
@@ -202,7 +205,7 @@ class JudgeClient:
         """
         self._budget.take()
         try:
-            status, headers, body = self._fetch("GET", "models", None, timeout)
+            status, headers, body = self._http.run(self._fetch("GET", "models", None, timeout))
         except TransientError as err:
             if err.kind == "too_large":
                 return None
@@ -217,7 +220,17 @@ class JudgeClient:
 
     def complete(self, request: dict, *, timeout: float | None = None, tries: int | None = None,
                  on_usage=None) -> str:
-        """The reply text for one request body, retrying transient failures.
+        """The reply text for one request body, retrying transient failures (blocks this thread; see
+        :meth:`acomplete`)."""
+        return self._http.run(self.acomplete(request, timeout=timeout, tries=tries, on_usage=on_usage))
+
+    def submit(self, call) -> concurrent.futures.Future:
+        """Run the coroutine ``call`` (which may await :meth:`acomplete`) on the HTTP loop; its future."""
+        return self._http.submit(call)
+
+    async def acomplete(self, request: dict, *, timeout: float | None = None, tries: int | None = None,
+                        on_usage=None) -> str:
+        """The reply text for one request body, retrying transient failures; awaited on the HTTP loop.
 
         ``timeout`` (the deadline of each try, in seconds) and ``tries`` (1 = no retry) replace the
         configuration's ``timeout`` and ``retries + 1`` for this call: ``complete(request, timeout=10,
@@ -227,21 +240,27 @@ class JudgeClient:
         :class:`CallCapReached` or :class:`Aborted`. ``on_usage`` is called with the tokens the reply
         reports (:func:`lm_eval_ext.judge.usage.reply_usage`).
         """
-        retrying = tenacity.Retrying(
+        retrying = tenacity.AsyncRetrying(
             retry=tenacity.retry_if_exception_type(TransientError),
             stop=tenacity.stop_after_attempt(tries or self.config.retries + 1) | (lambda _state: self._stop.is_set()),
             wait=_WaitRetryAfter(
                 tenacity.wait_random_exponential(multiplier=self.config.retry_wait, max=self.config.retry_max_wait),
                 self.config.retry_max_wait,
             ),
-            sleep=self._stop.wait,  # an abort ends the wait at once
+            sleep=self._sleep,
             before_sleep=self._note_retry,
             reraise=True,
         )
-        for attempt in retrying:
+        async for attempt in retrying:
             with attempt:
-                return self._call_once(request, timeout or self.config.timeout, on_usage)
+                return await self._call_once(request, timeout or self.config.timeout, on_usage)
         raise AssertionError("unreachable: tenacity either returns or reraises")
+
+    async def _sleep(self, seconds: float) -> None:
+        """The wait before a retry; an abort (from any thread) ends it within ``_ABORT_TICK`` seconds."""
+        end = time.monotonic() + seconds
+        while not self._stop.is_set() and (left := end - time.monotonic()) > 0:
+            await asyncio.sleep(min(left, _ABORT_TICK))
 
     def _note_retry(self, state: tenacity.RetryCallState) -> None:
         exc = state.outcome.exception()
@@ -250,12 +269,12 @@ class JudgeClient:
         log.debug("judge call failed (%s: %s); retry %d in %.2f s", exc.kind, exc, state.attempt_number,
                   state.next_action.sleep if state.next_action else 0.0)
 
-    def _call_once(self, request: dict, timeout: float, on_usage=None) -> str:
+    async def _call_once(self, request: dict, timeout: float, on_usage=None) -> str:
         if self._stop.is_set():
             raise Aborted()
         self._budget.take()
         try:
-            status, headers, body = self._fetch("POST", "chat/completions", request, timeout)
+            status, headers, body = await self._fetch("POST", "chat/completions", request, timeout)
         except TransientError as err:
             self._count_silence(err)
             raise
@@ -279,14 +298,15 @@ class JudgeClient:
         self.last_reply = time.monotonic()
         return self.redact(text)
 
-    def _fetch(self, method: str, path: str, body: dict | None, timeout: float) -> tuple[int, Mapping[str, str], bytes]:
+    async def _fetch(self, method: str, path: str, body: dict | None, timeout: float
+                     ) -> tuple[int, Mapping[str, str], bytes]:
         """Status, headers and body of one request that must end within ``timeout`` s and ``max_reply_bytes``
         (:meth:`lm_eval_ext.judge.http.Transport.fetch`); a cut or failed request is a :class:`TransientError`."""
         cap = self.config.max_reply_bytes
         # the body as the openai client sends it: compact UTF-8 JSON
         data = None if body is None else json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
         try:
-            return self._http.fetch(method, self._urls[path], data, timeout, cap)
+            return await self._http.fetch(method, self._urls[path], data, timeout, cap)
         except Cut as cut:
             if cut.kind == "too_large":
                 raise TransientError("too_large", f"{self.host} sent a reply of more than {cap} bytes "

@@ -89,18 +89,18 @@ class Transport:
         connector = aiohttp.TCPConnector(limit=self._connections, ssl=httpx.create_ssl_context())
         return aiohttp.ClientSession(connector=connector, headers=self._headers, trust_env=False)
 
-    def fetch(self, method: str, url: str, body: bytes | None, timeout: float, cap: int
-              ) -> tuple[int, Mapping[str, str], bytes]:
-        """Status, headers and body of one request, which must end within ``timeout`` s with at most ``cap``
-        bytes of reply; raises :class:`Cut` otherwise. Blocks the calling thread until then."""
-        loop = self._start()
-        try:
-            return asyncio.run_coroutine_threadsafe(self._fetch(method, url, body, timeout, cap), loop).result()
-        except concurrent.futures.CancelledError:  # closed while in flight
-            raise Cut("connection", "the judge's connections were closed") from None
+    def submit(self, call) -> concurrent.futures.Future:
+        """Run the coroutine ``call`` on the loop (started if need be); its result as a future, for any thread."""
+        return asyncio.run_coroutine_threadsafe(call, self._start())
 
-    async def _fetch(self, method: str, url: str, body: bytes | None, timeout: float, cap: int
-                     ) -> tuple[int, Mapping[str, str], bytes]:
+    def run(self, call):
+        """Run the coroutine ``call`` on the loop and wait for its result (blocks the calling thread)."""
+        return self.submit(call).result()
+
+    async def fetch(self, method: str, url: str, body: bytes | None, timeout: float, cap: int
+                    ) -> tuple[int, Mapping[str, str], bytes]:
+        """Status, headers and body of one request, which must end within ``timeout`` s with at most ``cap``
+        bytes of reply; raises :class:`Cut` otherwise. Awaited on the loop (:meth:`run`, :meth:`submit`)."""
         # the deadline is over the whole call: aiohttp's `total` bounds connecting, sending and each wait for
         # data, and the body's pieces are checked against it, so a reply that keeps coming is cut too
         deadline = time.monotonic() + timeout
