@@ -1,10 +1,11 @@
-"""The judge's HTTP transport: ``aiohttp`` on one event loop in a thread of its own, for every worker thread.
+"""The judge's HTTP transport: ``aiohttp`` on one event loop, in a thread of its own.
 
-The judge's workers are threads (the retry policy, the cache and the cost meter are plain blocking
-code); each hands its request to this loop and waits for the reply. One loop drives every connection
-in flight, so the HTTP work of 32 calls at once is not 32 threads taking turns at the interpreter lock,
-and ``aiohttp`` parses HTTP in C: together about a third of the CPU per call of one ``httpx`` client per
-thread (docs/judge.md, Throughput).
+Every judge call of a run is a task on this loop (:meth:`Transport.submit`; the runner keeps
+``concurrency`` of them in flight), and a caller that wants one reply waits for it from its own thread
+(:meth:`Transport.run`). One thread drives every connection: the 32 calls of a run at concurrency 32 are
+not 32 threads taking turns at the interpreter lock, and ``aiohttp`` parses HTTP in C. The loop lives
+in its own thread so that the judge works the same from any caller, one with an event loop of its own
+(a notebook) included.
 
 What the transport keeps from the ``httpx`` client it replaces:
 
@@ -21,6 +22,7 @@ reply (read in pieces as it arrives); a request cut or failed raises :class:`Cut
 from __future__ import annotations
 
 import asyncio
+import base64
 import concurrent.futures
 import threading
 import time
@@ -31,7 +33,6 @@ from collections.abc import Mapping
 
 import aiohttp
 import httpx
-from yarl import URL
 
 
 class Cut(Exception):
@@ -44,9 +45,9 @@ class Cut(Exception):
         self.received = received
 
 
-def env_proxy(url: str) -> tuple[str | None, dict[str, str] | None]:
+def env_proxy(url: str) -> tuple[str | None, str | None]:
     """The proxy the environment sets for ``url`` (None if none or if ``NO_PROXY`` covers its host), and the
-    ``Proxy-Authorization`` header of the credentials in the proxy's URL, if any."""
+    ``Proxy-Authorization`` value of the credentials in the proxy's URL, if any."""
     target = urllib.parse.urlsplit(url)
     if urllib.request.proxy_bypass_environment(target.netloc.rpartition("@")[2]):
         return None, None
@@ -54,20 +55,29 @@ def env_proxy(url: str) -> tuple[str | None, dict[str, str] | None]:
     proxy = proxies.get(target.scheme) or proxies.get("all")
     if not proxy:
         return None, None
-    proxy_url = URL(proxy if "://" in proxy else f"http://{proxy}")
-    if proxy_url.user is None:
-        return str(proxy_url), None
-    auth = aiohttp.BasicAuth(proxy_url.user, proxy_url.password or "")
-    return str(proxy_url.with_user(None)), {"Proxy-Authorization": auth.encode()}
+    parts = urllib.parse.urlsplit(proxy if "://" in proxy else f"http://{proxy}")
+    if parts.username is None:
+        return parts.geturl(), None
+    credentials = f"{urllib.parse.unquote(parts.username)}:{urllib.parse.unquote(parts.password or '')}"
+    bare = parts._replace(netloc=parts.netloc.rpartition("@")[2]).geturl()
+    return bare, "Basic " + base64.b64encode(credentials.encode()).decode()
 
 
 class Transport:
     """HTTP requests to one judge endpoint, from any thread; the loop and its thread start on the first."""
 
     def __init__(self, base_url: str, headers: Mapping[str, str], connections: int) -> None:
+        # The headers go with each request, not as the session's defaults: aiohttp also sends a session's
+        # defaults to the proxy, its Authorization (the API key) as Proxy-Authorization.
         self._headers = dict(headers)
         self._connections = connections
-        self._proxy, self._proxy_headers = env_proxy(base_url)
+        self._proxy, proxy_login = env_proxy(base_url)
+        self._proxy_headers = None
+        if proxy_login and base_url.startswith("https:"):  # said in the CONNECT that opens the tunnel
+            self._proxy_headers = {"Proxy-Authorization": proxy_login}
+        elif proxy_login:  # said in every request, which the proxy forwards
+            self._headers["Proxy-Authorization"] = proxy_login
+        self._post_headers = {**self._headers, "Content-Type": "application/json"}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._session: aiohttp.ClientSession | None = None
         self._closer: weakref.finalize | None = None
@@ -87,7 +97,7 @@ class Transport:
 
     async def _open(self) -> aiohttp.ClientSession:
         connector = aiohttp.TCPConnector(limit=self._connections, ssl=httpx.create_ssl_context())
-        return aiohttp.ClientSession(connector=connector, headers=self._headers, trust_env=False)
+        return aiohttp.ClientSession(connector=connector, trust_env=False)
 
     def submit(self, call) -> concurrent.futures.Future:
         """Run the coroutine ``call`` on the loop (started if need be); its result as a future, for any thread."""
@@ -105,7 +115,7 @@ class Transport:
         # data, and the body's pieces are checked against it, so a reply that keeps coming is cut too
         deadline = time.monotonic() + timeout
         data = None
-        headers = {"Content-Type": "application/json"} if body is not None else None
+        headers = self._post_headers if body is not None else self._headers
         try:
             # redirects are not followed: the key goes to the configured endpoint only, a 3xx is its answer
             async with self._session.request(method, url, data=body, headers=headers, allow_redirects=False,
@@ -127,7 +137,7 @@ class Transport:
             raise Cut("connection", str(exc) or type(exc).__name__) from None
 
     def close(self) -> None:
-        """Close the connections and stop the loop; calls still in flight end with :class:`Cut`."""
+        """Close the connections and stop the loop; calls still in flight are cancelled."""
         with self._lock:
             self._loop = None
             closer, self._closer = self._closer, None
