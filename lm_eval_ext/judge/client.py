@@ -294,7 +294,8 @@ class JudgeClient:
             raise TransientError("malformed", f"{self.host} answered with something that is not a chat completion")
         if on_usage is not None:
             on_usage(reply_usage(reply))
-        self.reached.set()
+        if not self.reached.is_set():  # set() takes a lock and wakes waiters at every reply
+            self.reached.set()
         self.last_reply = time.monotonic()
         return self.redact(text)
 
