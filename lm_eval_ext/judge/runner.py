@@ -76,6 +76,7 @@ class Judge:
         self.batch_dir = batch_dir
         self.batch_lookup = list(batch_lookup)
         self.setup = judge_setup(config)
+        self._endpoint = config.endpoint_id()  # in every cache key: the URL parsed once, not twice per item
         self.cache = JudgeCache(config.cache_path())
         self.record = config_record(config, self.setup)
         self.progress = progress
@@ -99,7 +100,7 @@ class Judge:
         }
 
     def _key(self, request: dict) -> str:
-        return request_key(self.config.endpoint_id(), request)
+        return request_key(self._endpoint, request)
 
     # -- verdicts ---------------------------------------------------------
 
