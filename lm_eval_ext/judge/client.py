@@ -1,7 +1,7 @@
 """One judge call over the OpenAI chat-completions API, bounded in time and size, with the retry policy of judge.md.
 
-Each HTTP request goes through the judge's transport (:mod:`lm_eval_ext.judge.http`: ``aiohttp`` on one
-event loop shared by the worker threads; the reply is read in pieces as it arrives):
+Each HTTP request goes through the judge's transport (:mod:`lm_eval_ext.judge.http`: ``aiohttp`` on the
+judge's own event loop, where a run's calls are tasks; the reply is read in pieces as it arrives):
 
 - **an overall deadline**: connecting, sending and reading the whole reply must end within
   ``timeout`` seconds of the start; a reply still arriving then (a server that streams
