@@ -1,8 +1,8 @@
 """Judge throughput: wall time and client CPU of judging N responses against the local OpenAI-compatible stub.
 
 The stub (doubles.stub_openai) answers every call after DELAY seconds plus up to
-JITTER more (uniform); the judge's real HTTP client (httpx), the retry policy, the on-disk cache and the
-thread pool are all in the path. By default the stub runs in its own process (``--stub process``),
+JITTER more (uniform); the judge's real HTTP client (aiohttp on the judge's event loop), the retry policy and
+the on-disk cache are all in the path. By default the stub runs in its own process (``--stub process``),
 so the CPU time measured here is the client's alone; ``--stub thread`` runs it in this process, as
 the tests do (its HTTP handling then competes with the client for the interpreter).
 

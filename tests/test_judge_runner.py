@@ -127,16 +127,17 @@ def test_malformed_json_on_every_try_fails_that_item_and_the_run_goes_on(tmp_pat
     assert judge.stats.failures == {"transport": 1} and judge.stats.retries == {"malformed": 2}
 
 
-class RecordingStop(threading.Event):
-    """The client's stop event, which it also sleeps on between tries: records each wait asked for."""
+def recorded_waits(client: JudgeClient) -> list[float]:
+    """The waits between tries that ``client`` asks for (seconds, in order), recorded as it waits them."""
+    waits: list[float] = []
+    sleep = client._sleep
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.waits: list[float] = []
+    async def recording(seconds: float) -> None:
+        waits.append(seconds)
+        await sleep(seconds)
 
-    def wait(self, timeout=None):
-        self.waits.append(timeout)
-        return super().wait(timeout)
+    client._sleep = recording
+    return waits
 
 
 def _request(text: str = "q") -> dict:
@@ -145,35 +146,40 @@ def _request(text: str = "q") -> dict:
 
 def test_retry_after_is_honoured(tmp_path):
     with StubOpenAIServer(text="\\boxed{5}", fault_sequence=["429", "429"], retry_after="0.3") as srv:
-        stop = RecordingStop()
+        stop = threading.Event()
         client = JudgeClient(config(srv, tmp_path, retry_wait=0.001, retry_max_wait=5), stop=stop,
                              budget=CallBudget(None))
+        waits = recorded_waits(client)
         assert client.complete(_request()) == "\\boxed{5}" and srv.call_count == 3
-    assert stop.waits == [0.3, 0.3]  # the backoff alone would wait at most 1 ms, then 2 ms
+    assert waits == [0.3, 0.3]  # the backoff alone would wait at most 1 ms, then 2 ms
     with StubOpenAIServer(text="\\boxed{5}", fault_sequence=["429"], retry_after="30") as srv:
-        stop = RecordingStop()
+        stop = threading.Event()
         client = JudgeClient(config(srv, tmp_path, retry_max_wait=0.2), stop=stop, budget=CallBudget(None))
+        waits = recorded_waits(client)
         client.complete(_request())
-    assert stop.waits == [0.2]  # a Retry-After longer than retry_max_wait is cut to it
+    assert waits == [0.2]  # a Retry-After longer than retry_max_wait is cut to it
     with StubOpenAIServer(text="\\boxed{5}", fault_sequence=["500", "500", "drop"]) as srv:
-        stop = RecordingStop()
+        stop = threading.Event()
         client = JudgeClient(config(srv, tmp_path, retry_wait=0.001), stop=stop, budget=CallBudget(None))
+        waits = recorded_waits(client)
         client.complete(_request())
         assert srv.call_count == 4
     # no Retry-After: the first retry after a server error goes at once, then exponential backoff with full
     # jitter, at most retry_wait x 2^k
-    assert len(stop.waits) == 3 and stop.waits[0] == 0 and 0 <= stop.waits[1] <= 0.002 and 0 <= stop.waits[2] <= 0.004
+    assert len(waits) == 3 and waits[0] == 0 and 0 <= waits[1] <= 0.002 and 0 <= waits[2] <= 0.004
     with StubOpenAIServer(text="\\boxed{5}", fault_sequence=["drop"]) as srv:
-        stop = RecordingStop()
+        stop = threading.Event()
         client = JudgeClient(config(srv, tmp_path, retry_wait=0.001), stop=stop, budget=CallBudget(None))
+        waits = recorded_waits(client)
         client.complete(_request())
-    assert stop.waits == [0]  # a dropped connection, too
+    assert waits == [0]  # a dropped connection, too
     with StubOpenAIServer(text="\\boxed{5}", fault_sequence=["nonjson"]) as srv:
-        stop = RecordingStop()
+        stop = threading.Event()
         client = JudgeClient(config(srv, tmp_path, retry_wait=10, retry_max_wait=0.01), stop=stop,
                              budget=CallBudget(None))
+        waits = recorded_waits(client)
         client.complete(_request())
-    assert len(stop.waits) == 1 and stop.waits[0] > 0  # any other fault backs off from the first retry
+    assert len(waits) == 1 and waits[0] > 0  # any other fault backs off from the first retry
 
 
 def test_a_probe_is_one_try_with_its_own_timeout(tmp_path):
@@ -181,13 +187,15 @@ def test_a_probe_is_one_try_with_its_own_timeout(tmp_path):
     from lm_eval_ext.judge.client import TransientError
 
     with StubOpenAIServer(fault_sequence=["timeout"], timeout_s=30) as srv:
-        stop = RecordingStop()
+        stop = threading.Event()
         client = JudgeClient(config(srv, tmp_path, timeout=120, retries=6), stop=stop, budget=CallBudget(1))
+        waits = recorded_waits(client)
         with pytest.raises(TransientError, match=r"no reply from 127\.0\.0\.1:\d+ within 0\.3 s") as err:
             client.complete(_request(), timeout=0.3, tries=1)
-        assert err.value.kind == "timeout" and srv.call_count == 1 and stop.waits == []
+        assert err.value.kind == "timeout" and srv.call_count == 1 and waits == []
     with StubOpenAIServer(text="ok") as srv:
         client = JudgeClient(config(srv, tmp_path), stop=threading.Event(), budget=CallBudget(1))
+        waits = recorded_waits(client)
         assert client.complete(_request(), timeout=5, tries=1) == "ok" and client.reached.is_set()
 
 
@@ -342,7 +350,7 @@ def test_killed_run_resumes_without_repeating_finished_calls(tmp_path):
 
 
 def test_key_is_written_nowhere(tmp_path, caplog, capsys):
-    caplog.set_level(logging.DEBUG)  # every logger, httpx's and httpcore's included
+    caplog.set_level(logging.DEBUG)  # every logger, those of the HTTP transport (aiohttp, asyncio) included
     faults = {"429": 0.2, "500": 0.1, "noscore": 0.1}
     with StubOpenAIServer(responder=score_by_index, faults=faults, seed=1) as srv:
         judge = Judge(config(srv, tmp_path), progress=True)
@@ -355,8 +363,8 @@ def test_key_is_written_nowhere(tmp_path, caplog, capsys):
     texts = [caplog.text, captured.out, captured.err, str(err.value), json.dumps(judge.record.to_dict()),
              json.dumps(judge.stats.to_dict())]
     assert all(FAKE_KEY not in text for text in texts)
-    # the HTTP client's own debug logs (requests, connections, retries) were really captured
-    assert {r.name.split(".")[0] for r in caplog.records} >= {"httpx", "httpcore", "lm_eval_ext"}
+    # the debug logs were really captured: the transport's event loop and the judge's retries (aiohttp logs no request)
+    assert {r.name.split(".")[0] for r in caplog.records} >= {"asyncio", "lm_eval_ext"}
     for path in tmp_path.rglob("*"):
         if path.is_file():
             assert FAKE_KEY.encode() not in path.read_bytes(), path

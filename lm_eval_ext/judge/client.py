@@ -1,6 +1,7 @@
 """One judge call over the OpenAI chat-completions API, bounded in time and size, with the retry policy of judge.md.
 
-Each HTTP request goes through ``httpx`` (streamed, so that the reply is read in pieces):
+Each HTTP request goes through the judge's transport (:mod:`lm_eval_ext.judge.http`: ``aiohttp`` on the
+judge's own event loop, where a run's calls are tasks; the reply is read in pieces as it arrives):
 
 - **an overall deadline**: connecting, sending and reading the whole reply must end within
   ``timeout`` seconds of the start; a reply still arriving then (a server that streams
@@ -32,6 +33,8 @@ text we pass on (server error messages, replies).
 """
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import email.utils
 import json
 import logging
@@ -39,17 +42,19 @@ import os
 import threading
 import time
 from collections import Counter
+from collections.abc import Mapping
 
-import httpx
 import tenacity
 
 from .config import JudgeConfig, env_name, how_to_set
 from .errors import JudgeConfigError, JudgeRequestRejected
+from .http import Cut, Transport
 from .usage import reply_usage
 
 log = logging.getLogger(__name__)
 
 _MIN_SECRET_LENGTH = 8  # shorter "keys" are placeholders, not secrets
+_ABORT_TICK = 0.05  # seconds: how often a retry's wait looks whether the run was stopped
 _RETRIED_STATUS = {408, 409, 429}
 _FATAL_STATUS = {401: "rejected the API key", 403: "refused access with this API key",
                  404: "does not know this model or path"}
@@ -161,16 +166,10 @@ class JudgeClient:
         self.host = config.base_url_host()
         self._stop = stop
         self._budget = budget
-        # the endpoints' URLs parsed once: httpx would parse and join a relative path on every request
         root = config.base_url.rstrip("/")
-        self._urls = {path: httpx.URL(f"{root}/{path}") for path in ("chat/completions", "models")}
-        # One HTTP client per worker thread, each keeping its own connection alive: a pool shared by every
-        # worker is scanned and locked on each request and reply, which cost more CPU than the call itself
-        # at 32 in flight (docs/judge.md, Throughput).
-        self._local = threading.local()
-        self._tls = httpx.create_ssl_context()  # what each client would load again (~70 ms of CPU)
-        self._clients: list[httpx.Client] = []
-        self._clients_lock = threading.Lock()
+        self._urls = {path: f"{root}/{path}" for path in ("chat/completions", "models")}
+        self._http = Transport(root, {"Authorization": f"Bearer {secret}", "Accept-Encoding": "identity"},
+                               connections=config.concurrency)
         self.reached = threading.Event()  # set by the first well-formed reply of this run
         self.last_reply = float("-inf")  # time.monotonic() of the latest well-formed reply
         self.retries: Counter[str] = Counter()
@@ -184,23 +183,8 @@ class JudgeClient:
         self._stop.set()
 
     def close(self) -> None:
-        """Close the connections (of every thread)."""
-        with self._clients_lock:
-            clients, self._clients = self._clients, []
-        for client in clients:
-            client.close()
-
-    def _http(self) -> httpx.Client:
-        """This thread's HTTP client (made on its first call)."""
-        client = getattr(self._local, "client", None)
-        if client is None:
-            client = httpx.Client(headers={"Authorization": f"Bearer {self._secret}", "Accept-Encoding": "identity"},
-                                  limits=httpx.Limits(max_connections=None, max_keepalive_connections=1),
-                                  verify=self._tls)
-            self._local.client = client
-            with self._clients_lock:
-                self._clients.append(client)
-        return client
+        """Close the connections."""
+        self._http.close()
 
     def redact(self, text: str) -> str:
         """``text`` with the API key replaced by ``***``.
@@ -221,7 +205,7 @@ class JudgeClient:
         """
         self._budget.take()
         try:
-            status, headers, body = self._fetch("GET", "models", None, timeout)
+            status, headers, body = self._http.run(self._fetch("GET", "models", None, timeout))
         except TransientError as err:
             if err.kind == "too_large":
                 return None
@@ -236,7 +220,17 @@ class JudgeClient:
 
     def complete(self, request: dict, *, timeout: float | None = None, tries: int | None = None,
                  on_usage=None) -> str:
-        """The reply text for one request body, retrying transient failures.
+        """The reply text for one request body, retrying transient failures (blocks this thread; see
+        :meth:`acomplete`)."""
+        return self._http.run(self.acomplete(request, timeout=timeout, tries=tries, on_usage=on_usage))
+
+    def submit(self, call) -> concurrent.futures.Future:
+        """Run the coroutine ``call`` (which may await :meth:`acomplete`) on the HTTP loop; its future."""
+        return self._http.submit(call)
+
+    async def acomplete(self, request: dict, *, timeout: float | None = None, tries: int | None = None,
+                        on_usage=None) -> str:
+        """The reply text for one request body, retrying transient failures; awaited on the HTTP loop.
 
         ``timeout`` (the deadline of each try, in seconds) and ``tries`` (1 = no retry) replace the
         configuration's ``timeout`` and ``retries + 1`` for this call: ``complete(request, timeout=10,
@@ -246,21 +240,27 @@ class JudgeClient:
         :class:`CallCapReached` or :class:`Aborted`. ``on_usage`` is called with the tokens the reply
         reports (:func:`lm_eval_ext.judge.usage.reply_usage`).
         """
-        retrying = tenacity.Retrying(
+        retrying = tenacity.AsyncRetrying(
             retry=tenacity.retry_if_exception_type(TransientError),
             stop=tenacity.stop_after_attempt(tries or self.config.retries + 1) | (lambda _state: self._stop.is_set()),
             wait=_WaitRetryAfter(
                 tenacity.wait_random_exponential(multiplier=self.config.retry_wait, max=self.config.retry_max_wait),
                 self.config.retry_max_wait,
             ),
-            sleep=self._stop.wait,  # an abort ends the wait at once
+            sleep=self._sleep,
             before_sleep=self._note_retry,
             reraise=True,
         )
-        for attempt in retrying:
+        async for attempt in retrying:
             with attempt:
-                return self._call_once(request, timeout or self.config.timeout, on_usage)
+                return await self._call_once(request, timeout or self.config.timeout, on_usage)
         raise AssertionError("unreachable: tenacity either returns or reraises")
+
+    async def _sleep(self, seconds: float) -> None:
+        """The wait before a retry; an abort (from any thread) ends it within ``_ABORT_TICK`` seconds."""
+        end = time.monotonic() + seconds
+        while not self._stop.is_set() and (left := end - time.monotonic()) > 0:
+            await asyncio.sleep(min(left, _ABORT_TICK))
 
     def _note_retry(self, state: tenacity.RetryCallState) -> None:
         exc = state.outcome.exception()
@@ -269,12 +269,12 @@ class JudgeClient:
         log.debug("judge call failed (%s: %s); retry %d in %.2f s", exc.kind, exc, state.attempt_number,
                   state.next_action.sleep if state.next_action else 0.0)
 
-    def _call_once(self, request: dict, timeout: float, on_usage=None) -> str:
+    async def _call_once(self, request: dict, timeout: float, on_usage=None) -> str:
         if self._stop.is_set():
             raise Aborted()
         self._budget.take()
         try:
-            status, headers, body = self._fetch("POST", "chat/completions", request, timeout)
+            status, headers, body = await self._fetch("POST", "chat/completions", request, timeout)
         except TransientError as err:
             self._count_silence(err)
             raise
@@ -294,35 +294,30 @@ class JudgeClient:
             raise TransientError("malformed", f"{self.host} answered with something that is not a chat completion")
         if on_usage is not None:
             on_usage(reply_usage(reply))
-        self.reached.set()
+        if not self.reached.is_set():  # set() takes a lock and wakes waiters at every reply
+            self.reached.set()
         self.last_reply = time.monotonic()
         return self.redact(text)
 
-    def _fetch(self, method: str, path: str, body: dict | None, timeout: float) -> tuple[int, httpx.Headers, bytes]:
-        """Status, headers and body of one request that must end within ``timeout`` s and ``max_reply_bytes``.
-
-        httpx's timeouts bound each step (connect, send, each wait for data) by ``timeout``; the
-        deadline over the whole call is checked as the body arrives, so a reply that keeps coming
-        is cut at the deadline, and one that outgrows the cap at the cap.
-        """
-        deadline = time.monotonic() + timeout
+    async def _fetch(self, method: str, path: str, body: dict | None, timeout: float
+                     ) -> tuple[int, Mapping[str, str], bytes]:
+        """Status, headers and body of one request that must end within ``timeout`` s and ``max_reply_bytes``
+        (:meth:`lm_eval_ext.judge.http.Transport.fetch`); a cut or failed request is a :class:`TransientError`."""
         cap = self.config.max_reply_bytes
+        # the body as the openai client sends it: compact UTF-8 JSON
+        data = None if body is None else json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
         try:
-            with self._http().stream(method, self._urls[path], json=body, timeout=timeout) as response:
-                data = bytearray()
-                for chunk in response.iter_bytes():
-                    data += chunk
-                    if len(data) > cap:
-                        raise TransientError("too_large", f"{self.host} sent a reply of more than {cap} bytes "
-                                                          f"(judge option max_reply_bytes); it was cut there")
-                    if time.monotonic() > deadline:
-                        raise TransientError("timeout", f"no whole reply from {self.host} within {timeout:g} s "
-                                                        f"(it was still arriving: {len(data)} bytes so far)")
-                return response.status_code, response.headers, bytes(data)
-        except httpx.TimeoutException:
-            raise TransientError("timeout", f"no reply from {self.host} within {timeout:g} s") from None
-        except httpx.HTTPError as exc:  # refused, reset, dropped mid-reply, a broken HTTP response
-            raise TransientError("connection", self.redact(f"cannot connect to {self.host}: {exc}")) from None
+            return await self._http.fetch(method, self._urls[path], data, timeout, cap)
+        except Cut as cut:
+            if cut.kind == "too_large":
+                raise TransientError("too_large", f"{self.host} sent a reply of more than {cap} bytes "
+                                                  f"(judge option max_reply_bytes); it was cut there") from None
+            if cut.kind == "timeout" and cut.received is not None:
+                raise TransientError("timeout", f"no whole reply from {self.host} within {timeout:g} s "
+                                                f"(it was still arriving: {cut.received} bytes so far)") from None
+            if cut.kind == "timeout":
+                raise TransientError("timeout", f"no reply from {self.host} within {timeout:g} s") from None
+            raise TransientError("connection", self.redact(f"cannot connect to {self.host}: {cut}")) from None
 
     def _count_silence(self, err: TransientError | None) -> None:
         """The circuit breaker: count tries in a row that got nothing back (timeout, no connection).
@@ -343,7 +338,7 @@ class JudgeClient:
         self.abort()
         raise self.gone
 
-    def _status_error(self, status: int, body: bytes, headers: httpx.Headers, model: str | None) -> Exception:
+    def _status_error(self, status: int, body: bytes, headers: Mapping[str, str], model: str | None) -> Exception:
         message = self.redact(_error_message(body))
         if status in _RETRIED_STATUS or status >= 500:
             return TransientError(str(status), f"HTTP {status} from {self.host}: {message}", _retry_after(headers))

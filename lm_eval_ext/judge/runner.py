@@ -10,6 +10,7 @@ cache and makes no call. A run whose judge never answered stops with one error.
 """
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 import logging
@@ -18,7 +19,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import as_completed, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -75,6 +76,7 @@ class Judge:
         self.batch_dir = batch_dir
         self.batch_lookup = list(batch_lookup)
         self.setup = judge_setup(config)
+        self._endpoint = config.endpoint_id()  # in every cache key: the URL parsed once, not twice per item
         self.cache = JudgeCache(config.cache_path())
         self.record = config_record(config, self.setup)
         self.progress = progress
@@ -98,7 +100,7 @@ class Judge:
         }
 
     def _key(self, request: dict) -> str:
-        return request_key(self.config.endpoint_id(), request)
+        return request_key(self._endpoint, request)
 
     # -- verdicts ---------------------------------------------------------
 
@@ -127,7 +129,12 @@ class Judge:
                 return verdict
         raise AssertionError("unreachable: the last ask always gives a verdict")
 
-    def _judge_one(self, client: JudgeClient, messages: list[dict[str, str]]) -> JudgeResult:
+    async def _judge_one(self, client: JudgeClient, messages: list[dict[str, str]], gate: asyncio.Semaphore
+                         ) -> JudgeResult:
+        async with gate:  # at most `concurrency` items in flight
+            return await self._judge_asks(client, messages)
+
+    async def _judge_asks(self, client: JudgeClient, messages: list[dict[str, str]]) -> JudgeResult:
         outputs: list[str] = []
         calls = 0
         usage = ItemUsage(self.config)
@@ -140,7 +147,7 @@ class Judge:
                 asked = time.monotonic()
                 reservation, cost_before = METER.reserve(self.config, request), usage.cost  # may stop the run
                 try:
-                    reply = client.complete(request, on_usage=usage.add)
+                    reply = await client.acomplete(request, on_usage=usage.add)
                 except CallCapReached as exc:
                     return JudgeResult(FAILED, failure="call_cap", detail=str(exc), judge_outputs=outputs, calls=calls,
                                        usage=usage.record())
@@ -247,11 +254,14 @@ class Judge:
         budget = CallBudget(self.config.max_calls)
         client = JudgeClient(self.config, stop=stop, budget=budget)
         verdicts: dict[str, JudgeResult] = {}
-        pool = ThreadPoolExecutor(max_workers=self.config.concurrency, thread_name_prefix="judge")
+        gate = asyncio.Semaphore(self.config.concurrency)
         bar = tqdm(total=len(work), desc=what, unit="item", disable=not self.progress, file=sys.stderr)
+        futures = {}
         interrupted = False
         try:
-            futures = {pool.submit(self._judge_one, client, messages): key for key, messages in work}
+            # every item is a task on the client's event loop, `concurrency` of them in flight (the gate): one
+            # thread drives every call, instead of a thread per call taking turns at the interpreter lock
+            futures = {client.submit(self._judge_one(client, messages, gate)): key for key, messages in work}
             # as_completed waits on every future once; wait(FIRST_COMPLETED) in a loop would hook every
             # remaining future again at each completion (quadratic in the batch size)
             for future in as_completed(futures):
@@ -265,8 +275,9 @@ class Judge:
             raise
         finally:
             stop.set()  # on an error (or Ctrl-C): end retry waits, start no new call
-            pool.shutdown(wait=not interrupted, cancel_futures=True)
-            client.close()
+            if not interrupted:  # the calls in flight end (and their replies are cached); the others stop at once
+                wait(futures)
+            client.close()  # (after Ctrl-C) cancels the calls still in flight
             bar.close()
             self.stats.calls = budget.used
             self.stats.retries = client.retries

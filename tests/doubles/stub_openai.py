@@ -93,6 +93,7 @@ import re
 import socket
 import threading
 import time
+import urllib.parse
 import zlib
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -566,7 +567,9 @@ class StubOpenAIServer:
                 except ValueError:
                     body = None
                 entry = stub._record("POST", self.path, self.headers, body if body is not None else raw)
-                path = self.path.split("?")[0].rstrip("/")
+                # the path of an origin-form target, or of the absolute URL a forward proxy is sent (the stub then
+                # stands for the proxy and the judge behind it)
+                path = urllib.parse.urlsplit(self.path).path.rstrip("/")
                 if path not in ("/v1/chat/completions", "/v1/completions"):
                     return self._error(404, f"no route POST {self.path}", "not_found")
                 if not isinstance(body, dict):
