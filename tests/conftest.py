@@ -145,26 +145,24 @@ def data_dir() -> Path:
     return mirror
 
 
-def _run_command(cmd, *, cwd, env: dict | None = None, timeout: float = 600, input: str | None = None):
+def _run_command(cmd, *, cwd, env: dict | None = None, timeout: float = 600, input: str | None = None,
+                 fresh: bool = False):
     full_env = {**os.environ, **OFFLINE_ENV}
     full_env["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), full_env.get("PATH", "")])
     paths = [str(TESTS_DIR), str(PROJECT_ROOT) if _FROM_CHECKOUT else None, full_env.get("PYTHONPATH")]
     full_env["PYTHONPATH"] = os.pathsep.join(filter(None, paths))
     full_env.update(env or {})
-    return subprocess.run(
-        [str(c) for c in cmd],
-        cwd=cwd,
-        env=full_env,
-        input=input,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+    from helpers import preforked
+
+    return preforked.run(cmd, cwd=cwd, env=full_env, input=input, timeout=timeout, fresh=fresh)
 
 
 @pytest.fixture
 def run_cli(tmp_path):
     """Run a command (list of str) in a subprocess; returns the ``CompletedProcess``, asserts nothing.
+
+    A ``python -m doubles`` command (``[*LM_EVAL, ...]``) is forked from a process with the heavy libraries
+    imported (helpers/preforked.py) unless ``fresh=True``; any other command starts as usual.
 
     The subprocess gets the current environment plus :data:`OFFLINE_ENV`, this
     interpreter's bin dir first on ``PATH`` (so ``lm_eval`` and ``lm-eval-ext``
@@ -173,8 +171,9 @@ def run_cli(tmp_path):
     captured as text. Usage: ``run_cli(["lm_eval", "--help"], env={...}, timeout=300)``.
     """
 
-    def run(cmd, *, env: dict | None = None, cwd=None, timeout: float = 600, input: str | None = None):
-        return _run_command(cmd, cwd=cwd or tmp_path, env=env, timeout=timeout, input=input)
+    def run(cmd, *, env: dict | None = None, cwd=None, timeout: float = 600, input: str | None = None,
+            fresh: bool = False):
+        return _run_command(cmd, cwd=cwd or tmp_path, env=env, timeout=timeout, input=input, fresh=fresh)
 
     return run
 

@@ -249,6 +249,31 @@ def _table(tmp_path, default=None, drop=()):
     return path
 
 
+@pytest.mark.slow
+def test_a_doubles_command_forked_from_the_preloaded_server_ends_as_a_fresh_one(run_cli, tmp_path):
+    """helpers/preforked.py: the same exit status, output and last line of a traceback as a fresh interpreter."""
+    from doubles import LM_EVAL, LM_EVAL_EXT
+    from helpers import preforked
+
+    (tmp_path / "here").mkdir()
+    commands = {  # command -> its exit status
+        (*LM_EVAL_EXT, "--version"): 0,
+        (*LM_EVAL_EXT, "report", "nowhere", "-o", "r"): 2,  # the plugin's paragraph; a path relative to cwd
+        (*LM_EVAL[:3], "bogus"): 1,  # sys.exit with a message
+        (*LM_EVAL, "run", "--model", "no-such-model", "--tasks", "lieder_base"): 1,  # the harness's traceback
+    }
+    for command, status in commands.items():
+        served = preforked.served
+        forked = run_cli(command, cwd=tmp_path / "here")
+        assert preforked.served == served + 1, "run_cli started a fresh interpreter for a python -m doubles command"
+        fresh = run_cli(command, cwd=tmp_path / "here", fresh=True)
+        assert preforked.served == served + 1
+        assert forked.returncode == fresh.returncode == status, (command, forked.stderr[-2000:])
+        assert forked.stdout.splitlines()[-1:] == fresh.stdout.splitlines()[-1:], command
+        assert forked.stderr.splitlines()[-1:] == fresh.stderr.splitlines()[-1:], command
+        assert ("Traceback" in forked.stderr) == ("Traceback" in fresh.stderr), command
+
+
 def test_loglik_table_gives_the_scripted_accuracy(tmp_path):
     results = _evaluate("ext-loglik-table", f"table={_table(tmp_path)}", _mc_task(tmp_path), batch_size=8)
     assert results["results"]["scaffold_mc"]["acc,none"] == pytest.approx(0.75)

@@ -4,10 +4,11 @@ from __future__ import annotations
 import csv
 import json
 import os
-import subprocess
 import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
+
+from . import preforked
 
 OFFLINE = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -25,7 +26,7 @@ def harness(out: Path, model: str, model_args: str, tasks: str, *extra: str, tim
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(TESTS), str(PROJECT_ROOT), env.get("PYTHONPATH")]))
     cmd = [*LM_EVAL_EXT, "run", "--model", model, "--model_args", model_args, "--tasks", tasks,
            "--output_path", str(out), "--log_samples", *extra]
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+    proc = preforked.run(cmd, env=env, timeout=timeout)
     assert proc.returncode == 0, f"{' '.join(cmd)} failed:\n{proc.stderr[-4000:]}"
     return out
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 import json
 import math
 import os
-import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import preforked
 from .files import OFFLINE, PROJECT_ROOT, TESTS
 
 BIN = Path(sys.executable).parent
@@ -36,8 +36,7 @@ def lm_eval_run(args: list, cwd: Path, processes: int = 1, env: dict | None = No
     launcher = list(command) if processes == 1 else [
         str(BIN / "torchrun"), "--standalone", "--nproc_per_node", str(processes), *command[1:]]
     cmd = [*launcher, "run", *map(str, args), "--output_path", "out", "--log_samples"]
-    proc = subprocess.run(cmd, cwd=cwd, env=harness_env({"OMP_NUM_THREADS": "1", **(env or {})}),
-                          capture_output=True, text=True, timeout=timeout)
+    proc = preforked.run(cmd, cwd=cwd, env=harness_env({"OMP_NUM_THREADS": "1", **(env or {})}), timeout=timeout)
     assert proc.returncode == 0, f"{' '.join(cmd)} failed:\n{proc.stderr[-6000:]}"
     return cwd / "out"
 

@@ -1,0 +1,155 @@
+"""``python -m doubles ...`` commands forked from a process that has the heavy libraries imported already.
+
+A harness command of the test doubles spends most of its CPU time importing torch, transformers, datasets and
+pandas (about 5 of its 8 seconds for a short run); the suite starts such a command well over a hundred times.
+:func:`run` is ``subprocess.run(cmd, capture_output=True, text=True, ...)``; for a ``python -m doubles`` command
+it asks a server (``python -m helpers.preforked``, one per pytest process and environment, started on first
+use) that imported those libraries once to fork. The child takes the command's working directory, environment,
+standard streams and ``sys.argv``, then runs ``doubles`` as ``python -m`` does and ends as an interpreter ends
+(exit status, traceback, ``atexit``). Nothing of the harness or the plugin is imported before the fork.
+
+A few environment variables are read when those libraries are imported (the Hugging Face and torch settings,
+``PYTHONPATH``, ``HOME``, the plugin's start-up switch): a command whose values of them differ gets a server of
+its own. Every other command (the installed ``lm_eval`` and ``lm-eval-ext`` a user types, ``torchrun``, a
+script) starts a fresh interpreter, as do commands the tests signal or kill (they use ``subprocess.Popen``).
+"""
+from __future__ import annotations
+
+import atexit
+import json
+import locale
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+from pathlib import Path
+
+PRELOAD = ("torch", "transformers", "datasets", "pandas", "sacrebleu", "jinja2", "httpx")
+# Variables the preloaded libraries (or the interpreter) read at start-up: a server serves one set of values.
+STARTUP_PREFIXES = ("PYTHON", "HF_", "HUGGINGFACE", "TRANSFORMERS", "TORCH", "PYTORCH", "CUDA", "OMP_", "MKL_",
+                    "OPENBLAS_", "KMP_", "TOKENIZERS_", "XDG_", "LD_", "LC_")
+STARTUP_NAMES = {"HOME", "LANG", "TMPDIR", "LM_EVAL_EXT_AUTOLOAD"}
+MAX_SERVERS = 2  # per pytest process: each holds the libraries in memory (about 0.5 GB)
+
+_servers: dict[tuple, _Server] = {}
+served = 0  # commands forked so far in this process
+_lock = threading.Lock()
+
+
+def run(cmd, *, cwd=None, env: dict | None = None, timeout: float | None = None, input: str | None = None,
+        fresh: bool = False) -> subprocess.CompletedProcess:
+    """``subprocess.run(cmd, cwd=cwd, env=env, input=input, capture_output=True, text=True, timeout=timeout)``,
+    a ``python -m doubles`` command forked from a preloaded server unless ``fresh``."""
+    global served
+    cmd = [str(c) for c in cmd]
+    env = dict(os.environ if env is None else env)
+    if fresh or cmd[:3] != [sys.executable, "-m", "doubles"]:
+        return subprocess.run(cmd, cwd=cwd, env=env, input=input, capture_output=True, text=True, timeout=timeout)
+    key = tuple(sorted((k, v) for k, v in env.items() if k.startswith(STARTUP_PREFIXES) or k in STARTUP_NAMES))
+    with _lock:
+        server = _servers.get(key)
+        if server is None and len(_servers) < MAX_SERVERS:
+            server = _servers[key] = _Server(env)
+    if server is None or not server.busy.acquire(blocking=False):  # another thread's command is running on it
+        return subprocess.run(cmd, cwd=cwd, env=env, input=input, capture_output=True, text=True, timeout=timeout)
+    try:
+        proc = server.run(cmd, cwd=os.fspath(cwd or os.getcwd()), env=env, timeout=timeout, input=input)
+    finally:
+        server.busy.release()
+    served += 1
+    return proc
+
+
+class _Server:
+    """The client side of one server: requests and replies are JSON lines on its stdin and stdout."""
+
+    def __init__(self, env: dict):
+        self.proc = subprocess.Popen([sys.executable, "-m", "helpers.preforked"], env=env, cwd=tempfile.gettempdir(),
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                     text=True)
+        self.busy = threading.Lock()
+        ready = self.proc.stdout.readline()
+        assert ready.strip() == "ready", f"the preloaded server did not start ({ready!r})"
+        atexit.register(self.stop)
+
+    def stop(self) -> None:
+        """End the server (it ends when its stdin closes) and wait for it."""
+        self.proc.stdin.close()
+        self.proc.wait(60)
+
+    def run(self, cmd: list[str], *, cwd: str, env: dict, timeout: float | None,
+            input: str | None) -> subprocess.CompletedProcess:
+        with tempfile.TemporaryDirectory(prefix="preforked-") as scratch:
+            streams = {name: os.path.join(scratch, name) for name in ("stdin", "stdout", "stderr")}
+            Path(streams["stdin"]).write_text(input or "", encoding=locale.getpreferredencoding(False))
+            request = {"argv": cmd[3:], "cwd": cwd, "env": env, **streams}
+            self.proc.stdin.write(json.dumps(request) + "\n")
+            self.proc.stdin.flush()
+            pid = json.loads(self.proc.stdout.readline())["pid"]
+            timed_out = threading.Event()
+
+            def kill() -> None:
+                timed_out.set()
+                os.kill(pid, signal.SIGKILL)
+
+            timer = threading.Timer(timeout, kill) if timeout else None
+            if timer:
+                timer.start()
+            try:
+                reply = self.proc.stdout.readline()
+            finally:
+                if timer:
+                    timer.cancel()
+            assert reply, "the preloaded server stopped"
+            returncode = os.waitstatus_to_exitcode(json.loads(reply)["status"])
+            stdout, stderr = (_read_text(streams[name]) for name in ("stdout", "stderr"))
+        if timed_out.is_set():
+            raise subprocess.TimeoutExpired(cmd, timeout, output=stdout, stderr=stderr)
+        return subprocess.CompletedProcess(cmd, returncode, stdout, stderr)
+
+
+def _read_text(path: str) -> str:
+    # as subprocess's text mode decodes: the locale's encoding, universal newlines
+    with open(path, encoding=locale.getpreferredencoding(False), newline=None) as handle:
+        return handle.read()
+
+
+def _serve() -> dict:
+    """The server: import the libraries, then fork once per request; returns only in a child, with its request."""
+    import importlib
+
+    for name in PRELOAD:
+        importlib.import_module(name)
+    print("ready", flush=True)
+    for line in sys.stdin:
+        request = json.loads(line)
+        sys.stdout.flush()
+        pid = os.fork()
+        if pid == 0:
+            return request
+        print(json.dumps({"pid": pid}), flush=True)
+        _, status = os.waitpid(pid, 0)
+        print(json.dumps({"status": status}), flush=True)
+    sys.exit(0)
+
+
+def _become(request: dict) -> None:
+    """In the forked child: take the command's directory, environment and streams, and run ``python -m doubles``."""
+    import runpy
+
+    os.chdir(request["cwd"])
+    os.environ.clear()
+    os.environ.update(request["env"])
+    for fd, name, flags in ((0, "stdin", os.O_RDONLY), (1, "stdout", os.O_WRONLY), (2, "stderr", os.O_WRONLY)):
+        target = os.open(request[name], flags | (os.O_CREAT | os.O_TRUNC if fd else 0), 0o600)
+        os.dup2(target, fd)
+        os.close(target)
+    sys.path[0] = os.getcwd()  # as `python -m` puts the working directory first
+    sys.argv = ["-m", *request["argv"]]
+    runpy.run_module("doubles", run_name="__main__", alter_sys=True)
+
+
+if __name__ == "__main__":
+    _become(_serve())
