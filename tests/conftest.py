@@ -83,6 +83,9 @@ def pytest_configure(config):
     doubles.register()
     config.addinivalue_line(
         "markers", f"requires_data: the test reads the datasets through {DATA_DIR_ENV}; skipped when it is unset")
+    config.addinivalue_line(
+        "markers", "browser: the test opens a page in Chromium (helpers.browser.requires_chromium); slow, and skipped "
+                   "when Chromium is missing")
     mirror = mirror_dir()
     if mirror is not None and not mirror.is_dir():
         raise pytest.UsageError(f"{DATA_DIR_ENV}={os.environ[DATA_DIR_ENV]} is not a directory. Point it to a data "
@@ -97,12 +100,13 @@ SLOW_FIXTURES = {"run_cli", "plain_task_listing", "plain_task_listing_with_tasks
 @pytest.hookimpl(tryfirst=True)  # before `-m` selects by marker (and before pytest-xdist reads xdist_group)
 def pytest_collection_modifyitems(items):
     # Every test that takes the mirror is marked, so `-m "not requires_data"` selects the rest; every test that
-    # starts a process through a fixture is slow, so `-m "not slow"` is the quick selection (docs/testing.md).
+    # starts a process through a fixture, or a browser, is slow, so `-m "not slow"` is the quick selection
+    # (docs/testing.md).
     for item in items:
         names = set(getattr(item, "fixturenames", ()))
         if "data_dir" in names:
             item.add_marker(pytest.mark.requires_data)
-        if names & SLOW_FIXTURES:
+        if names & SLOW_FIXTURES or item.get_closest_marker("browser"):
             item.add_marker(pytest.mark.slow)
     # The slow tests first (a stable sort: each keeps its place among its kind): pytest-xdist deals tests out in
     # this order, so the quick ones fill the end of the run instead of one worker idling behind a long one.
@@ -112,6 +116,11 @@ def pytest_collection_modifyitems(items):
 def pytest_runtest_setup(item):
     if item.get_closest_marker("requires_data") and mirror_dir() is None:
         pytest.skip(NO_MIRROR_REASON)
+    if item.get_closest_marker("browser"):
+        from helpers.browser import CHROMIUM, NO_CHROMIUM
+
+        if CHROMIUM is None:
+            pytest.skip(NO_CHROMIUM)
 
 
 @pytest.fixture(scope="session", autouse=True)

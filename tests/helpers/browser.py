@@ -1,7 +1,7 @@
 """Opening a page in a real browser: Debian's headless Chromium, driven through the playwright package.
 
 Playwright's own browser downloads are never used: it drives /usr/bin/chromium (``apt-get install -y
-chromium``). Tests that need it are skipped, with that command as the reason, only when it is missing.
+chromium``). Tests that need it (``@requires_chromium``) are skipped, with that command as the reason, only when it is missing.
 """
 from __future__ import annotations
 
@@ -15,11 +15,11 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
-requires_chromium = pytest.mark.skipif(
-    CHROMIUM is None,
-    reason="Chromium is not installed, so the page cannot be opened in a browser; install Debian's package "
-           "with `apt-get update && apt-get install -y chromium` (as root) to run this test",
-)
+NO_CHROMIUM = ("Chromium is not installed, so the page cannot be opened in a browser; install Debian's package "
+               "with `apt-get update && apt-get install -y chromium` (as root) to run this test")
+# The mark of a test that opens a page: tests/conftest.py skips it with NO_CHROMIUM when Chromium is missing, and
+# counts it slow (a browser is a process), outside the quick selection.
+requires_chromium = pytest.mark.browser
 
 
 @contextmanager
