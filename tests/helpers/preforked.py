@@ -1,7 +1,7 @@
 """``python -m doubles ...`` commands forked from a process that has the heavy libraries imported already.
 
-A harness command of the test doubles spends most of its CPU time importing torch, transformers, datasets and
-pandas (about 5 of its 8 seconds for a short run); the suite starts such a command well over a hundred times.
+A harness command of the test doubles spends much of its CPU time importing torch, transformers, datasets and
+pandas (about 3 of its 8 seconds for a short run), and the suite starts many such commands.
 :func:`run` is ``subprocess.run(cmd, capture_output=True, text=True, ...)``; for a ``python -m doubles`` command
 it asks a server (``python -m helpers.preforked``, one per pytest process and environment, started on first
 use) that imported those libraries once to fork. The child takes the command's working directory, environment,
@@ -10,8 +10,9 @@ standard streams and ``sys.argv``, then runs ``doubles`` as ``python -m`` does a
 
 A few environment variables are read when those libraries are imported (the Hugging Face and torch settings,
 ``PYTHONPATH``, ``HOME``, the plugin's start-up switch): a command whose values of them differ gets a server of
-its own. Every other command (the installed ``lm_eval`` and ``lm-eval-ext`` a user types, ``torchrun``, a
-script) starts a fresh interpreter, as do commands the tests signal or kill (they use ``subprocess.Popen``).
+its own (of the two a pytest process keeps, the one used longest ago makes way). Every other command (the
+installed ``lm_eval`` and ``lm-eval-ext`` a user types, ``torchrun``, a script) starts a fresh interpreter, as
+do commands the tests signal or kill (they use ``subprocess.Popen``).
 """
 from __future__ import annotations
 
@@ -33,7 +34,7 @@ STARTUP_PREFIXES = ("PYTHON", "HF_", "HUGGINGFACE", "TRANSFORMERS", "TORCH", "PY
 STARTUP_NAMES = {"HOME", "LANG", "TMPDIR", "LM_EVAL_EXT_AUTOLOAD"}
 MAX_SERVERS = 2  # per pytest process: each holds the libraries in memory (about 0.5 GB)
 
-_servers: dict[tuple, _Server] = {}
+_servers: dict[tuple, _Server] = {}  # by their environment's start-up variables, the most recently used last
 served = 0  # commands forked so far in this process
 _lock = threading.Lock()
 
@@ -49,9 +50,15 @@ def run(cmd, *, cwd=None, env: dict | None = None, timeout: float | None = None,
         return subprocess.run(cmd, cwd=cwd, env=env, input=input, capture_output=True, text=True, timeout=timeout)
     key = tuple(sorted((k, v) for k, v in env.items() if k.startswith(STARTUP_PREFIXES) or k in STARTUP_NAMES))
     with _lock:
-        server = _servers.get(key)
+        server = _servers.pop(key, None)
+        if server is None and len(_servers) >= MAX_SERVERS:  # the server used longest ago makes room, if idle
+            oldest = next(iter(_servers))
+            if _servers[oldest].busy.acquire(blocking=False):
+                _servers.pop(oldest).stop()
         if server is None and len(_servers) < MAX_SERVERS:
-            server = _servers[key] = _Server(env)
+            server = _Server(env)
+        if server is not None:
+            _servers[key] = server  # the most recently used last
     if server is None or not server.busy.acquire(blocking=False):  # another thread's command is running on it
         return subprocess.run(cmd, cwd=cwd, env=env, input=input, capture_output=True, text=True, timeout=timeout)
     try:
@@ -76,7 +83,8 @@ class _Server:
 
     def stop(self) -> None:
         """End the server (it ends when its stdin closes) and wait for it."""
-        self.proc.stdin.close()
+        if not self.proc.stdin.closed:
+            self.proc.stdin.close()
         self.proc.wait(60)
 
     def run(self, cmd: list[str], *, cwd: str, env: dict, timeout: float | None,
