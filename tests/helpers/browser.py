@@ -1,7 +1,8 @@
 """Opening a page in a real browser: Debian's headless Chromium, driven through the playwright package.
 
 Playwright's own browser downloads are never used: it drives /usr/bin/chromium (``apt-get install -y
-chromium``). Tests that need it (``@requires_chromium``) are skipped, with that command as the reason, only when it is missing.
+chromium``). Tests that need it (``@requires_chromium``) are skipped, with that command as the reason, only
+when it is missing.
 """
 from __future__ import annotations
 
