@@ -86,6 +86,7 @@ class _Server:
         if not self.proc.stdin.closed:
             self.proc.stdin.close()
         self.proc.wait(60)
+        self.proc.stdout.close()
 
     def run(self, cmd: list[str], *, cwd: str, env: dict, timeout: float | None,
             input: str | None) -> subprocess.CompletedProcess:
