@@ -2,9 +2,12 @@
 
 The tests are those of the installed harness version, from its sdist (``pip download``; the test is skipped
 when the package index cannot be reached): the task manager's, the registry's and the command line's, run
-in a fresh pytest process each way, outside this project (none of its conftest). The one expected
-difference is a test whose expectation the harness's own plugin discovery (EleutherAI/lm-evaluation-harness
-PR #4015) changes the same way; each is listed in docs/architecture.md with the reason.
+in a fresh pytest process each way, outside this project (none of its conftest). Both processes read the
+test run's parse of the harness's built-in task YAMLs (doubles/builtin_index.py, through a conftest.py of
+their own), alike: the harness's index code runs as usual, only the ~14,000 files are not parsed again for
+each task manager the tests build. The one expected difference is a test whose expectation the harness's own
+plugin discovery (EleutherAI/lm-evaluation-harness PR #4015) changes the same way; each is listed in
+docs/architecture.md with the reason.
 """
 from __future__ import annotations
 
@@ -56,6 +59,8 @@ def harness_tests(tmp_path_factory) -> Path:
             (root / "tests").mkdir(exist_ok=True)
             (root / "tests" / name).write_bytes(archive.extractfile(members[name]).read())
     (root / "pytest.ini").write_text("[pytest]\n")  # the rootdir: neither the sdist's config nor this project's
+    # both runs reuse the test run's parse of the built-in task YAMLs (harness_env puts tests/ on the path)
+    (root / "conftest.py").write_text("from doubles import builtin_index\n\nbuiltin_index.install()\n")
     return root
 
 

@@ -9,8 +9,10 @@ deciding what is a task, a group or a tag, merging the plugin's and the user's d
 harness's code; only the built-in files' parse is reused, a fresh copy per call. YAMLs outside the harness's
 own directory (the plugin's tasks, a test's ``--include_path``) are parsed as usual.
 
-Only ``python -m doubles ...`` processes use it (tests/conftest.py sets :data:`ENV`): the tests of the installed
-commands (``lm_eval``, ``lm-eval-ext``, the README's commands, the harness's own tests) run without it.
+tests/conftest.py sets :data:`ENV` for the whole test run. ``python -m doubles ...`` processes use it, and so
+do both pytest processes of the harness's own tests (tests/test_harness_own_tests.py, through a conftest.py
+it writes beside them); the tests of the installed commands (``lm_eval``, ``lm-eval-ext``, the README's
+commands) run without it.
 """
 from __future__ import annotations
 
