@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from doubles import LM_EVAL_EXT
+from doubles import LM_EVAL, LM_EVAL_EXT
 
 TASK_NAMES = ("lieder_base", "lieder_diff", "lieder_two", "lieder")
 
@@ -79,7 +79,7 @@ def _check_outputs(out: Path, task: str, n_docs: int = 48) -> dict:
 @pytest.mark.slow
 def test_lm_eval_ext_run_with_tiny_hf_model(run_cli, tiny_model_dir, data_dir, tmp_path):
     out = tmp_path / "out"
-    proc = run_cli(["lm-eval-ext", "run", "--model", "hf", "--model_args", f"pretrained={tiny_model_dir},dtype=float32",
+    proc = run_cli([*LM_EVAL_EXT, "run", "--model", "hf", "--model_args", f"pretrained={tiny_model_dir},dtype=float32",
                     "--tasks", "lieder_base", "--batch_size", "32", "--device", "cpu",
                     "--output_path", str(out), "--log_samples"], timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -90,7 +90,7 @@ def test_lm_eval_ext_run_with_tiny_hf_model(run_cli, tiny_model_dir, data_dir, t
 @pytest.mark.slow
 def test_plain_lm_eval_with_include_path(run_cli, tiny_model_dir, data_dir, tmp_path):
     out = tmp_path / "out"
-    proc = run_cli(["lm_eval", "run", "--include_path", str(_tasks_dir(run_cli)), "--model", "hf",
+    proc = run_cli([*LM_EVAL, "run", "--include_path", str(_tasks_dir(run_cli)), "--model", "hf",
                     "--model_args", f"pretrained={tiny_model_dir},dtype=float32", "--tasks", "lieder_base",
                     "--batch_size", "32", "--device", "cpu", "--output_path", str(out), "--log_samples"], timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from doubles import LM_EVAL_EXT
+
 GEN_KWARGS = "max_gen_toks=8,suppress_tokens=[0,1,2,3]"
 
 
@@ -17,7 +19,7 @@ def _results(out: Path) -> dict:
 @pytest.mark.slow
 def test_limited_run_with_the_tiny_model(run_cli, tiny_model_dir, data_dir, tmp_path):
     out = tmp_path / "out"
-    proc = run_cli(["lm-eval-ext", "run", "--model", "hf", "--model_args", f"pretrained={tiny_model_dir},dtype=float32",
+    proc = run_cli([*LM_EVAL_EXT, "run", "--model", "hf", "--model_args", f"pretrained={tiny_model_dir},dtype=float32",
                     "--tasks", "magnifico_description_mid_foreign", "--limit", "4", "--device", "cpu",
                     "--gen_kwargs", GEN_KWARGS, "--confirm_run_unsafe_code", "--metadata", json.dumps({"interpretations": "maximum average"}),
                     "--output_path", str(out), "--log_samples"], timeout=600)

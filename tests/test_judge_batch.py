@@ -205,7 +205,7 @@ def test_a_run_killed_mid_poll_is_finished_by_resume_paying_nothing_twice(run_cl
         (record,) = (run / "judge_batches").glob("batch-*.json")
         assert json.loads(record.read_text())["id"] == "batch-1"  # saved before the first poll
         srv.batch_api.polls_to_finish = 1
-        resumed = run_cli(["lm-eval-ext", "resume", str(run)], env={KEY_ENV: KEY}, timeout=600)
+        resumed = run_cli([*LM_EVAL_EXT, "resume", str(run)], env={KEY_ENV: KEY}, timeout=600)
         assert resumed.returncode == 0, resumed.stderr[-3000:]
         assert srv.batch_api.creations == 1  # collected, not submitted again
         assert len(srv.batch_api.answered) == n == len(set(srv.batch_api.answered))

@@ -181,7 +181,7 @@ def test_a_judge_that_hangs_after_the_probe_stops_the_run_and_resume_finishes_it
     assert "3 judge calls in a row timed out or could not connect" in line
     saved = re.search(r"`lm-eval-ext resume (\S+)` finishes the judging", line).group(1)
     with StubOpenAIServer(responder=judge_scoring_all, models=()) as srv:
-        proc = run_cli(["lm-eval-ext", "resume", saved, "--metadata",
+        proc = run_cli([*LM_EVAL_EXT, "resume", saved, "--metadata",
                         json.dumps({"judge_base_url": srv.base_url, "judge_api_key_env": KEY_ENV,
                                     "judge_cache": str(cache)})],
                        env={KEY_ENV: FAKE_KEY}, timeout=300)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from doubles import LM_EVAL_EXT
+from doubles import LM_EVAL, LM_EVAL_EXT
 from doubles.stub_openai import StubOpenAIServer
 from helpers.judge import is_probe, judge_calls
 from helpers.judge_toy import judge_or_answer, judge_scoring_all, results_and_samples, write_task_dir
@@ -155,7 +155,7 @@ def test_plain_lm_eval_run_with_api_model(task_dir, tmp_path, run_cli):
     """Plain harness, no plugin import: `!function` paths, --metadata judge options, an API answering model."""
     out = tmp_path / "out"
     with StubOpenAIServer(responder=judge_or_answer, models=()) as srv:
-        proc = run_cli(["lm_eval", "run", "--model", "local-chat-completions",
+        proc = run_cli([*LM_EVAL, "run", "--model", "local-chat-completions",
                         "--model_args", f"base_url={srv.chat_url},model=stub-answerer,tokenizer_backend=None",
                         "--apply_chat_template", "--tasks", "judged_toy", "--include_path", str(task_dir),
                         "--output_path", str(out), "--log_samples",

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from doubles import LM_EVAL, LM_EVAL_EXT
+
 pytestmark = pytest.mark.filterwarnings("ignore")
 
 LIMIT = 4
@@ -37,8 +39,8 @@ def _no_generated_paragraph(url: str) -> str:
             f"silently lose its final token's log-probability. {WHAT_TO_DO}")
 
 
-def _command(srv, tokenizer_dir: Path, out: Path, program=("lm_eval", "run")) -> list[str]:
-    # the command docs/lieder.md gives for an OpenAI-compatible server
+def _command(srv, tokenizer_dir: Path, out: Path, program=(*LM_EVAL, "run")) -> list[str]:
+    # the arguments docs/lieder.md gives for an OpenAI-compatible server
     return [*program, "--model", "local-completions", "--model_args",
             f"model=stub,base_url={srv.completions_url},tokenizer_backend=huggingface,tokenizer={tokenizer_dir},"
             "add_bos_token=True", "--batch_size", "16", "--tasks", "lieder_base", "--limit", str(LIMIT),
@@ -124,7 +126,7 @@ def test_lm_eval_ext_run_prints_the_paragraph_alone(run_cli, tiny_model_dir, dat
     from doubles.stub_openai import StubOpenAIServer
 
     with StubOpenAIServer(text="x", logprobs_fault="no_generated") as srv:
-        proc = run_cli(_command(srv, tiny_model_dir, tmp_path / "out", program=("lm-eval-ext", "run")), timeout=600)
+        proc = run_cli(_command(srv, tiny_model_dir, tmp_path / "out", program=(*LM_EVAL_EXT, "run")), timeout=600)
         url = srv.completions_url
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr

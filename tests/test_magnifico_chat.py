@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from doubles import LM_EVAL
+
 pytestmark = pytest.mark.filterwarnings("ignore")
 
 TASK = "magnifico_direct_plausible"
@@ -182,7 +184,7 @@ def test_chat_replies_score_what_the_same_query_scores_as_a_completion(data_dir,
     # a server that honours stop sequences changes nothing (none is sent), through the plain harness command
     out = tmp_path / "out"
     with StubOpenAIServer(responder=_chat_reply(script), honour_stop=True) as srv:
-        proc = run_cli(["lm_eval", "run", "--model", "local-chat-completions", "--model_args",
+        proc = run_cli([*LM_EVAL, "run", "--model", "local-chat-completions", "--model_args",
                         f"base_url={srv.chat_url},model=stub", "--apply_chat_template", "--tasks", TASK,
                         "--limit", str(LIMIT), "--metadata", json.dumps({"interpretations": INTERPRETATION}),
                         "--confirm_run_unsafe_code", "--output_path", str(out), "--log_samples"], timeout=600)

@@ -46,7 +46,7 @@ def test_misspelled_task_names(run_cli, tmp_path, tasks, expected):
 def test_every_problem_is_reported_at_once(run_cli, tmp_path):
     blocker = tmp_path / "a_file"
     blocker.write_text("")
-    proc = run_cli(["lm-eval-ext", "check", "--model", "hff", "--tasks", "magnifico_direct_base",
+    proc = run_cli([*LM_EVAL_EXT, "check", "--model", "hff", "--tasks", "magnifico_direct_base",
                     "--output_path", str(blocker / "out")], timeout=300)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     model, unsafe, output = _paragraphs(proc.stderr)
@@ -75,7 +75,7 @@ def test_missing_data_is_found_before_the_model(run_cli, tmp_path):
 
 
 def test_items_without_a_database_are_counted_before_the_run(run_cli, data_dir, tmp_path):
-    proc = run_cli(["lm-eval-ext", "check", "--tasks", "magnifico_direct_base", "--confirm_run_unsafe_code",
+    proc = run_cli([*LM_EVAL_EXT, "check", "--tasks", "magnifico_direct_base", "--confirm_run_unsafe_code",
                     "--metadata", json.dumps({"interpretations": "maximum"})], timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     missing = sum(1 for line in (data_dir / "magnifico/magnifico_data/maximum/baseline/test.tsv").read_text()
@@ -130,7 +130,7 @@ def test_unreachable_judge_with_the_plain_harness_stops_before_generating(run_cl
 
 
 def test_predict_only_needs_no_judge(run_cli, data_dir, tmp_path):
-    proc = run_cli(["lm-eval-ext", "check", "--tasks", "elitr_bench_qa_dev_st", "--predict_only", "--output_path",
+    proc = run_cli([*LM_EVAL_EXT, "check", "--tasks", "elitr_bench_qa_dev_st", "--predict_only", "--output_path",
                     str(tmp_path / "out")], env={"OPENAI_API_KEY": ""}, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "every check passed" in proc.stdout and "not checked: --predict_only" in proc.stdout
@@ -138,7 +138,7 @@ def test_predict_only_needs_no_judge(run_cli, data_dir, tmp_path):
 
 def test_check_with_judge_flags_probes_the_judge_once(run_cli, data_dir, tmp_path):
     with StubOpenAIServer(responder=answering_the_probe(lambda request: "\\boxed{5}"), models=["gpt-4o"]) as srv:
-        proc = run_cli(["lm-eval-ext", "check", "--tasks", "elitr_bench_qa_dev_st,elitr_bench_qa_dev_mt",
+        proc = run_cli([*LM_EVAL_EXT, "check", "--tasks", "elitr_bench_qa_dev_st,elitr_bench_qa_dev_mt",
                         "--judge-base-url", srv.base_url, "--judge-model", "gpt-4o", "--judge-api-key-env", KEY_ENV],
                        env={KEY_ENV: KEY}, timeout=600)
         posts = [r for r in srv.requests if r["method"] == "POST"]

@@ -95,7 +95,7 @@ def test_judging_killed_midway_is_finished_by_resume(run_cli, data_dir, tmp_path
         assert cached >= 2  # what the judge answered before the kill was kept
 
         srv.delay_s = 0
-        proc = run_cli(["lm-eval-ext", "resume", str(run)], env={KEY_ENV: KEY}, timeout=600)
+        proc = run_cli([*LM_EVAL_EXT, "resume", str(run)], env={KEY_ENV: KEY}, timeout=600)
         assert proc.returncode == 0, proc.stderr[-3000:]
         after = judge_calls(srv)[before:]
     assert len(after) == N - cached  # 0 repeated judge calls for the items judged before the kill
@@ -121,7 +121,7 @@ def test_lm_eval_ext_run_keeps_the_answers_the_judge_failed_on(run_cli, data_dir
         assert (f"lm-eval-ext: note: the judge failed on 1 answer(s), so the run's answers are kept in {run}: "
                 f"`lm-eval-ext resume {run}` judges them again") in proc.stderr
         before = len(judge_calls(srv))
-        proc = run_cli(["lm-eval-ext", "resume", str(run)], env={KEY_ENV: KEY}, timeout=600)
+        proc = run_cli([*LM_EVAL_EXT, "resume", str(run)], env={KEY_ENV: KEY}, timeout=600)
         assert proc.returncode == 0, proc.stderr[-3000:]
         assert [_answer_of(body) for body in judge_calls(srv)[before:]] == ["A5"]
     assert not run.exists()  # judged in full: the answers are removed
@@ -148,7 +148,7 @@ def test_a_resumed_run_is_the_same_run_in_results_report_and_export(run_cli, dat
         assert f"`lm-eval-ext resume {run}` judges them again" in proc.stderr
 
         before = len(judge_calls(srv))
-        proc = run_cli(["lm-eval-ext", "resume", str(run)], env={KEY_ENV: KEY}, timeout=600)
+        proc = run_cli([*LM_EVAL_EXT, "resume", str(run)], env={KEY_ENV: KEY}, timeout=600)
         assert proc.returncode == 0, proc.stderr[-3000:]
         assert [_answer_of(body) for body in judge_calls(srv)[before:]] == ["A5"]  # only the failed answer
     assert _generations(tmp_path) == N
@@ -199,7 +199,7 @@ def test_a_judge_lost_during_the_run_names_the_command_that_finishes(run_cli, da
         assert "The answers were saved before judging" in error and f"`lm-eval-ext resume {run}`" in error
         srv.fault_sequence.clear()
         before = len([r for r in srv.requests if r["method"] == "POST" and r["fault"] is None and not is_probe(r["body"])])
-        proc = run_cli(["lm-eval-ext", "resume", str(run)], env={KEY_ENV: KEY}, timeout=600)
+        proc = run_cli([*LM_EVAL_EXT, "resume", str(run)], env={KEY_ENV: KEY}, timeout=600)
         assert proc.returncode == 0, proc.stderr[-3000:]
         answered = [r for r in srv.requests if r["method"] == "POST" and r["fault"] is None and not is_probe(r["body"])]
         assert before == 2 and len(answered) - before == N - 2  # the two verdicts given before came from the cache
@@ -232,7 +232,7 @@ def test_results_that_cannot_be_written_fail_the_run_and_resume_writes_them(run_
             f"disk or a read-only directory?). The answers are saved in {saved}: `lm-eval-ext resume {saved} "
             "--output_path DIR` scores them again and writes the results to a writable DIR.") in proc.stderr
 
-    resumed = run_cli(["lm-eval-ext", "resume", saved, "--output_path", tmp_path / "again"])
+    resumed = run_cli([*LM_EVAL_EXT, "resume", saved, "--output_path", tmp_path / "again"])
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     (written,) = _results(tmp_path / "again")
     direct = run_cli([*LM_EVAL_EXT, "run", *flags, "--output_path", tmp_path / "direct"])
@@ -263,7 +263,7 @@ def test_samples_that_cannot_be_written_fail_the_run_and_resume_writes_them(run_
             f"`lm-eval-ext resume {saved} --output_path DIR` scores them again and writes the results to a writable "
             "DIR.") in proc.stderr
 
-    resumed = run_cli(["lm-eval-ext", "resume", saved, "--output_path", tmp_path / "again"])
+    resumed = run_cli([*LM_EVAL_EXT, "resume", saved, "--output_path", tmp_path / "again"])
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     (samples,) = (tmp_path / "again").rglob("samples_lieder_base_*.jsonl")
     assert sorted(json.loads(line)["doc_id"] for line in samples.read_text().splitlines()) == [0, 1, 2, 3]

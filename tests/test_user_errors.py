@@ -93,7 +93,7 @@ def test_missing_data_files(run_cli, tmp_path):
 
 @pytest.mark.slow
 def test_multi_turn_prompt_too_long(run_cli, tiny_model_dir, data_dir, tmp_path):
-    proc = run_cli(["lm_eval", "run", "--model", "hf", "--model_args",
+    proc = run_cli([*LM_EVAL, "run", "--model", "hf", "--model_args",
                     f"pretrained={tiny_model_dir},dtype=float32,max_length=1024", "--device", "cpu",
                     "--tasks", "elitr_bench_qa_dev_mt", "--samples", json.dumps({"elitr_bench_qa_dev_mt": [0, 17]}),
                     "--predict_only", "--output_path", str(tmp_path / "out"), "--gen_kwargs", "max_gen_toks=8"],
