@@ -10,10 +10,11 @@ The stub fails 10% of the requests (``--faults``, default 4% HTTP 500, 3% HTTP 4
 Retry-After, 3% dropped connections), which the client retries.
 
 For each concurrency: wall time; the ideal, N x the mean latency / concurrency (every worker busy
-all the time, the client taking no time, no fault); the client's CPU time per call; the most requests
-the stub saw at once; the faults it drew; items lost (left without a verdict); items duplicated (a
-request the stub answered, i.e. would have been paid, more than once); and a rerun, which the cache
-answers without a call. ``--profile FILE`` writes a
+all the time, the client taking no time, no fault); when 99% of the stub's completions had been sent
+(seconds from the first request: a wall time well above it is a few late items, e.g. waiting their retry
+backoff); the client's CPU time per call; the most requests the stub saw at once; the faults it drew;
+items lost (left without a verdict); items duplicated (a request the stub answered, i.e. would have been
+paid, more than once); and a rerun, which the cache answers without a call. ``--profile FILE`` writes a
 cProfile of the first case (the CPU time of every thread) and prints its top functions.
 
     python bench/judge_throughput.py [--items 2000] [--delay 0.05] [--jitter 0] [--concurrency 32]
@@ -133,7 +134,8 @@ def main() -> None:
         print(f"{n} items; stub ({args.stub}) latency {args.delay * 1000:.0f} ms"
               + (f" + up to {args.jitter * 1000:.0f} ms" if args.jitter else "")
               + f"; faults {args.faults or 'none'}; cache {'off' if args.no_cache else 'on'}; {os.cpu_count()} CPUs")
-        print(f"{'conc.':>5}  {'wall s':>7}  {'ideal s':>7}  {'x ideal':>7}  {'calls/s':>7}  {'client CPU ms/call':>18}  "
+        print(f"{'conc.':>5}  {'wall s':>7}  {'ideal s':>7}  {'x ideal':>7}  {'99% by s':>8}  {'calls/s':>7}  "
+              f"{'client CPU ms/call':>18}  "
               f"{'max in flight':>13}  {'faults':>6}  {'lost':>4}  {'duplicated':>10}  {'rerun s':>7}")
         for index, concurrency in enumerate(args.concurrency):
             cache = "none" if args.no_cache else str(work / f"cache-{concurrency}.sqlite")
@@ -158,7 +160,8 @@ def main() -> None:
             lost = sum(not r.scored for r in results)
             faults = sum(stub_stats["faults"].values())
             ideal = n * mean_latency / concurrency
-            print(f"{concurrency:>5}  {wall:>7.2f}  {ideal:>7.2f}  {wall / ideal:>7.2f}  {n / wall:>7.0f}  "
+            print(f"{concurrency:>5}  {wall:>7.2f}  {ideal:>7.2f}  {wall / ideal:>7.2f}  "
+                  f"{stub_stats['answered_by']['99%']:>8.2f}  {n / wall:>7.0f}  "
                   f"{cpu / n * 1000:>18.2f}  {stub_stats['max_in_flight']:>13}  {faults:>6}  {lost:>4}  "
                   f"{stub_stats['paid_twice']:>10}  " + (f"{rerun:>7.2f}" if not args.no_cache else f"{'-':>7}"))
         print("rerun: python bench/judge_throughput.py " + " ".join(sys.argv[1:]))

@@ -43,8 +43,13 @@ def test_jitter_is_seeded_bounded_and_leaves_the_fault_draws_alone():
     assert run(0.02, seed=6)[0] != delays
 
 
-def test_summary_counts_faults_and_requests_answered_twice():
-    """What the judge throughput bench reads: faults drawn, and request bodies answered (paid) more than once."""
+def test_summary_counts_faults_and_requests_answered_twice(monkeypatch):
+    """What the judge throughput bench reads: faults drawn, request bodies answered (paid) more than once, and
+    when the completions were sent."""
+    from doubles import stub_openai
+
+    ticks = iter(range(1, 100))  # a clock that moves one second at each reading
+    monkeypatch.setattr(stub_openai, "_clock", lambda: next(ticks))
     with StubOpenAIServer(fault_sequence=["500", None, "429", None, None, "drop"]) as srv:
         _post(srv.chat_url, {"messages": [{"role": "user", "content": "a"}]})  # 500: nothing answered
         _post(srv.chat_url, {"messages": [{"role": "user", "content": "a"}]})  # answered once
@@ -53,8 +58,9 @@ def test_summary_counts_faults_and_requests_answered_twice():
         _post(srv.chat_url, {"messages": [{"role": "user", "content": "b"}]})  # answered twice
         with pytest.raises(requests.ConnectionError):
             _post(srv.chat_url, {"messages": [{"role": "user", "content": "a"}]})  # dropped: not answered
+        # received at 1 (500), 2 (answered at 3), 4 (429), 5 (answered at 6), 7 (answered at 8), 9 (dropped)
         assert srv.summary() == {"calls": 6, "max_in_flight": 1, "faults": {"500": 1, "429": 1, "drop": 1},
-                                 "paid_twice": 1}
+                                 "paid_twice": 1, "answered_by": {"50%": 5, "99%": 7, "100%": 7}}
 
 
 def test_max_in_flight_counts_requests_handled_at_once():

@@ -99,6 +99,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+_clock = time.monotonic  # when requests arrive and are answered (a test gives a clock of its own)
 FAULT_KINDS = ("429", "500", "timeout", "drop", "garbage", "nonjson", "noscore", "badjson", "trickle", "huge")
 BODY_FAULTS = ("trickle", "huge")
 LOGPROBS_FAULTS = ("no_echo", "no_generated")
@@ -324,11 +325,17 @@ class StubOpenAIServer:
             return len(self.requests)
 
     def summary(self) -> dict:
-        """``calls``, ``max_in_flight``, ``faults`` (count per kind), ``paid_twice`` (:meth:`paid_twice`)."""
+        """``calls``, ``max_in_flight``, ``faults`` (count per kind), ``paid_twice`` (:meth:`paid_twice`), and
+        ``answered_by``: the seconds from the first POST until 50%, 99% and 100% of the completions were sent
+        (what shows whether a run's end waited on a few late requests)."""
         with self._lock:
             faults = Counter(e["fault"] for e in self.requests if e["fault"])
+            posts = [e for e in self.requests if e["method"] == "POST"]
+            sent = sorted(e["answered_at"] for e in posts if e.get("answered"))
+        answered_by = {f"{share}%": round(sent[math.ceil(share / 100 * len(sent)) - 1] - posts[0]["received"], 3)
+                       for share in (50, 99, 100)} if sent else {}
         return {"calls": self.call_count, "max_in_flight": self.max_in_flight, "faults": dict(faults),
-                "paid_twice": self.paid_twice()}
+                "paid_twice": self.paid_twice(), "answered_by": answered_by}
 
     def paid_twice(self) -> int:
         """How many distinct request bodies were answered with a completion more than once (a client that
@@ -342,7 +349,7 @@ class StubOpenAIServer:
     def _record(self, method: str, path: str, headers, body) -> dict:
         """Store the request and pick its fault and delay (under the lock, so the RNG sequences are reproducible)."""
         entry = {"method": method, "path": path, "headers": {k.lower(): v for k, v in headers.items()}, "body": body,
-                 "fault": None, "delay": 0.0}
+                 "fault": None, "delay": 0.0, "received": _clock()}
         with self._lock:
             if method == "POST":
                 entry["delay"] = self.delay_s + (self._jitter_rng.uniform(0, self.jitter_s) if self.jitter_s else 0.0)
@@ -599,6 +606,7 @@ class StubOpenAIServer:
                 except Exception as exc:  # a broken responder shows up in the test as a 500 naming it
                     return self._error(500, f"stub responder raised {exc!r}", "stub_responder_error")
                 entry["answered"] = True  # a completion is sent: what a paid API would charge for
+                entry["answered_at"] = _clock()
                 if fault in BODY_FAULTS:
                     return self._body_fault(entry, fault, payload)
                 self._send_json(200, payload)
