@@ -31,10 +31,8 @@ def _open_zip(path: Path, shown: str | None = None) -> zipfile.ZipFile:
 
 
 def read_zip_bytes(path: Path, member: str, password: bytes | None = None) -> bytes:
-    """Read one member of the zip at ``path`` into memory, never onto disk (ZipCrypto yes, AES no).
-
-    A corrupted archive, a wrong or missing password, or a missing member raises DataError.
-    """
+    """Read one member of the zip at ``path`` into memory (ZipCrypto yes, AES no); DataError for a corrupted
+    archive, a wrong or missing password, or a missing member."""
     with _open_zip(path) as zf:
         try:
             info = zf.getinfo(member)
@@ -59,11 +57,8 @@ def read_zip_bytes(path: Path, member: str, password: bytes | None = None) -> by
 
 
 def read_members_by_suffix(path: Path, suffixes: list[str], shown: str) -> dict[str, bytes]:
-    """``{suffix: bytes}`` of the zip members whose path ends with each suffix (at a '/' boundary).
-
-    Member names are never used as paths, but an unsafe one or a link is refused all the same (DataError naming
-    it). Errors call the archive ``shown``.
-    """
+    """``{suffix: bytes}`` of the zip members whose path ends with each suffix (at a '/' boundary); an unsafe
+    name or a link is refused all the same (:func:`check_member_name`). Errors call the archive ``shown``."""
     found: dict[str, bytes] = {}
     with _open_zip(path, shown) as zf:
         for info in zf.infolist():

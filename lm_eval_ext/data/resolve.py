@@ -49,11 +49,9 @@ def local_candidates(pinned: PinnedFile) -> list[tuple[str, Path]]:
 
 
 def resolve(dataset: str, path: str, explicit: str | os.PathLike | None = None) -> Resolution:
-    """Find file ``path`` (relative to its dataset folder) of ``dataset``, and say how it was found.
-
-    Order: ``explicit`` (as is, unverified); the mirror ``$LM_EVAL_EXT_DATA_DIR/<dataset>/<path>``; the user
-    cache (both sha256-checked once per process); a download into the cache. DataError when it cannot be had.
-    """
+    """Find file ``path`` (relative to its dataset folder) of ``dataset`` and say how: ``explicit`` (as is,
+    unverified), else the mirror ``$LM_EVAL_EXT_DATA_DIR/<dataset>/<path>`` or the user cache (both sha256-checked
+    once per process), else a download into the cache. DataError when it cannot be had."""
     if explicit is not None:
         if not (given := Path(explicit).expanduser()).exists():
             raise DataError(f"The path given for {dataset}/{path} does not exist: {given}.")
@@ -96,10 +94,8 @@ def resolve_file(dataset: str, path: str, explicit: str | os.PathLike | None = N
 
 def read_zip_member(dataset: str, zip_path: str, member: str, password: bytes | None = None,
                     explicit: str | os.PathLike | None = None) -> bytes:
-    """The bytes of ``member`` of the registered zip ``zip_path``, read in memory (:func:`resolve_file` finds it).
-
-    The plain texts never touch the disk, as the ELITR-Bench authors ask (ZipCrypto, password ``utter``).
-    """
+    """The bytes of ``member`` of the registered zip ``zip_path`` (found by :func:`resolve_file`), read in memory:
+    the plain texts never touch the disk, as the ELITR-Bench authors ask (ZipCrypto, password ``utter``)."""
     return read_zip_bytes(resolve_file(dataset, zip_path, explicit), member, password)
 
 
