@@ -9,7 +9,7 @@ from tqdm.auto import tqdm
 from . import config
 from .errors import REVIEW, DataError, DownloadError
 
-RETRIES = 2  # attempts after the first (pooch waits 1 s, then 2 s) after a dropped connection, 5xx or bad body
+RETRIES = 2  # attempts after the first, 1 s then 2 s later: a dropped connection, a timeout, a 5xx, a bad body
 
 
 def checksum_error(what: str, expected: str, actual: str, advice: str) -> DataError:
