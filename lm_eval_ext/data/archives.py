@@ -1,4 +1,4 @@
-"""Zip members read in memory, never onto disk (encrypted ones too), after checking that their names are safe."""
+"""Reading zip members in memory, never onto disk (encrypted ones too), and refusing unsafe member names."""
 import stat
 import zipfile
 import zlib
