@@ -10,12 +10,10 @@ import argparse
 import hashlib
 import io
 import json
-import os
 import shutil
 import socket
 import subprocess
 import sys
-import tarfile
 import threading
 import zipfile
 from functools import partial
@@ -34,14 +32,14 @@ from lm_eval_ext.data import (
     read_zip_member,
     resolve,
     resolve_file,
-    safe_extract,
     spider_database_dir,
     spider_database_path,
 )
 from lm_eval_ext.data import download as download_module
 from lm_eval_ext.data import registry
+from lm_eval_ext.data.archives import read_members_by_suffix
 from lm_eval_ext.data.cli import add_data_parser
-from lm_eval_ext.data.registry import MANIFEST_PATH, all_files, dataset_files
+from lm_eval_ext.data.registry import MANIFEST_PATH, dataset_files
 
 ENV_VARS = ("LM_EVAL_EXT_DATA_DIR", "LM_EVAL_EXT_CACHE_DIR", "LM_EVAL_EXT_SPIDER_DIR", "LM_EVAL_EXT_OFFLINE",
             "LM_EVAL_EXT_DOWNLOAD_BASE", "HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")
@@ -203,7 +201,7 @@ def test_registry_covers_the_datasets_and_pins_sources():
     assert len(transcripts) == 18
     assert all(s.member.startswith("elitr-minuting-corpus-en/") and s.url is None for s in transcripts)
     assert not any(s.path.startswith("database/") for s in dataset_files("spider"))
-    assert all(s.url or s.archive_url or s.note for s in all_files())
+    assert all(s.url or s.archive_url or s.note for name in DATASETS for s in dataset_files(name))
 
 
 def test_unknown_dataset_and_file_are_data_errors():
@@ -472,7 +470,7 @@ def test_wrong_password_missing_password_and_missing_member(mirror):
         read_zip_member("elitr_bench", "data.zip", "data/absent.json", password=b"utter")
 
 
-# --- safe extraction -----------------------------------------------------------------------------
+# --- archive members: read in memory, unsafe names refused -----------------------------------------
 
 def _zip(path: Path, entries: dict[str, bytes], symlink: str | None = None) -> Path:
     with zipfile.ZipFile(path, "w") as zf:
@@ -485,66 +483,30 @@ def _zip(path: Path, entries: dict[str, bytes], symlink: str | None = None) -> P
     return path
 
 
-def _tar(path: Path, entries: dict[str, bytes], link: tuple[str, str, bytes] | None = None) -> Path:
-    with tarfile.open(path, "w:gz") as tf:
-        for name, data in entries.items():
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            tf.addfile(info, io.BytesIO(data))
-        if link:
-            info = tarfile.TarInfo(link[0])
-            info.type, info.linkname = link[2], link[1]
-            tf.addfile(info)
-    return path
+def test_members_by_suffix_are_read_in_memory(tmp_path):
+    # top/xb.txt comes first and ends in "b.txt", but not at a '/' boundary
+    archive = _zip(tmp_path / "ok.zip", {"top/xb.txt": b"X", "top/a.txt": b"A", "top/sub/b.txt": b"B"})
+    found = read_members_by_suffix(archive, ["b.txt", "top/a.txt", "absent.txt"], shown="ok.zip")
+    assert found == {"b.txt": b"B", "top/a.txt": b"A"}
+    assert _files(tmp_path) == {"ok.zip"}  # nothing extracted
 
 
-def test_safe_extract_good_zip_and_tar(tmp_path):
-    entries = {"top/a.txt": b"A", "top/sub/b.txt": b"B"}
-    out = safe_extract(_zip(tmp_path / "ok.zip", entries), tmp_path / "zip_out")
-    assert (out / "top/sub/b.txt").read_bytes() == b"B"
-    out = safe_extract(_tar(tmp_path / "ok.tar.gz", entries), tmp_path / "tar_out", members=["top/a.txt"])
-    assert (out / "top/a.txt").read_bytes() == b"A" and not (out / "top/sub").exists()
-    assert _files(tmp_path) == {"ok.zip", "ok.tar.gz", "zip_out/top/a.txt", "zip_out/top/sub/b.txt", "tar_out/top/a.txt"}
-
-
-@pytest.mark.parametrize("case", ["zip_dotdot", "zip_absolute", "zip_drive", "zip_symlink",
-                                  "tar_dotdot", "tar_absolute", "tar_symlink", "tar_hardlink"])
-def test_safe_extract_rejects_unsafe_entries(tmp_path, case):
+@pytest.mark.parametrize("case", ["dotdot", "dotdot_inside", "backslash_dotdot", "absolute", "drive", "symlink"])
+def test_members_by_suffix_reject_unsafe_entries(tmp_path, case):
     work = tmp_path / "work"
     work.mkdir()
-    good = {"fine/first.txt": b"written first if extraction were not checked up front"}
-    bad_name = {"zip_dotdot": "../evil.txt", "zip_absolute": str(tmp_path / "abs_evil.txt"),
-                "zip_drive": "C:/evil.txt", "tar_dotdot": "fine/../../evil.txt",
-                "tar_absolute": str(tmp_path / "abs_evil.txt")}.get(case)
-    if case == "zip_symlink":
-        archive, bad_name = _zip(work / "a.zip", good, symlink="fine/link"), "fine/link"
-    elif case.startswith("zip"):
-        archive = _zip(work / "a.zip", {**good, bad_name: b"evil"})
-    elif case in ("tar_symlink", "tar_hardlink"):
-        kind = tarfile.SYMTYPE if case == "tar_symlink" else tarfile.LNKTYPE
-        bad_name = "fine/link"
-        archive = _tar(work / "a.tar.gz", good, link=(bad_name, "/etc/passwd", kind))
+    good = {"fine/first.txt": b"read first if member names were not checked"}
+    bad_name = {"dotdot": "../evil.txt", "dotdot_inside": "fine/../../evil.txt", "backslash_dotdot": "..\\evil.txt",
+                "absolute": str(tmp_path / "evil.txt"), "drive": "C:/evil.txt"}.get(case)
+    if case == "symlink":
+        archive, bad_name = _zip(work / "a.zip", good, symlink="fine/evil.txt"), "fine/evil.txt"
     else:
-        archive = _tar(work / "a.tar.gz", {**good, bad_name: b"evil"})
-    dest = work / "out"
+        archive = _zip(work / "a.zip", {**good, bad_name: b"evil"})
     before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
     with pytest.raises(DataError) as err:
-        safe_extract(archive, dest)
+        read_members_by_suffix(archive, ["first.txt", "evil.txt"], shown="a.zip")
     assert repr(bad_name) in str(err.value)
-    assert not dest.exists()
     assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before  # nothing written anywhere
-
-
-def test_safe_extract_refuses_non_archive_and_nonempty_dest(tmp_path):
-    junk = tmp_path / "junk.zip"
-    junk.write_bytes(b"not an archive")
-    with pytest.raises(DataError, match="neither a zip nor a tar"):
-        safe_extract(junk, tmp_path / "out")
-    (tmp_path / "full").mkdir()
-    (tmp_path / "full" / "keep.txt").write_text("keep")
-    with pytest.raises(DataError, match="not empty"):
-        safe_extract(_zip(tmp_path / "ok.zip", {"a": b"a"}), tmp_path / "full")
-    assert os.listdir(tmp_path / "full") == ["keep.txt"] and not (tmp_path / "out").exists()
 
 
 # --- Spider --------------------------------------------------------------------------------------

@@ -11,24 +11,20 @@ DOWNLOAD_BASE_ENV = "LM_EVAL_EXT_DOWNLOAD_BASE"
 OFFLINE_ENVS = ("LM_EVAL_EXT_OFFLINE", "HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")
 
 
-def _path_from(variable: str) -> Path | None:
+def path_from(variable: str) -> Path | None:
+    """The path in environment variable ``variable`` (e.g. ``SPIDER_DIR_ENV``), or None when it is unset or blank."""
     value = os.environ.get(variable, "").strip()
     return Path(value).expanduser() if value else None
 
 
 def mirror_dir() -> Path | None:
     """The mirror directory from ``$LM_EVAL_EXT_DATA_DIR``, or None when unset."""
-    return _path_from(DATA_DIR_ENV)
-
-
-def spider_dir() -> Path | None:
-    """The Spider database directory from ``$LM_EVAL_EXT_SPIDER_DIR``, or None when unset."""
-    return _path_from(SPIDER_DIR_ENV)
+    return path_from(DATA_DIR_ENV)
 
 
 def cache_dir() -> Path:
     """The user cache: ``$LM_EVAL_EXT_CACHE_DIR``, else pooch's ``os_cache`` (``~/.cache/lm_eval_ext`` on Linux)."""
-    return _path_from(CACHE_DIR_ENV) or Path(pooch.os_cache("lm_eval_ext"))
+    return path_from(CACHE_DIR_ENV) or Path(pooch.os_cache("lm_eval_ext"))
 
 
 def offline_reason() -> str | None:

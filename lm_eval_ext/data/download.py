@@ -1,7 +1,6 @@
 """HTTP download on pooch: ``Pooch.fetch`` streams into a temporary file with ``HTTPDownloader`` (progress bar),
 checks the sha256, moves the file into place only when it matches, and retries a dropped connection or a
-mismatch. Here: a client error (404) is made final, the bar is hidden off a terminal, errors are one paragraph.
-"""
+mismatch. Here: a client error (404) is made final, the bar is hidden off a terminal, errors are one paragraph."""
 from pathlib import Path
 
 import pooch
@@ -10,9 +9,7 @@ from tqdm.auto import tqdm
 from . import config
 from .errors import REVIEW, DataError, DownloadError
 
-# Attempts after the first for a dropped connection, a timeout, a 5xx answer or a mismatching body
-# (pooch waits 1 s, then 2 s).
-RETRIES = 2
+RETRIES = 2  # attempts after the first, 1 s then 2 s later: a dropped connection, a timeout, a 5xx, a bad body
 
 
 def checksum_error(what: str, expected: str, actual: str, advice: str) -> DataError:
@@ -22,10 +19,8 @@ def checksum_error(what: str, expected: str, actual: str, advice: str) -> DataEr
 
 
 def download(url: str, dest: Path, sha256: str | None = None, desc: str | None = None) -> Path:
-    """Download ``url`` (or its ``config.download_url``) to ``dest``, checking ``sha256`` when given.
-
-    Transport failures raise DownloadError, a checksum mismatch DataError; either leaves nothing behind.
-    """
+    """Download ``url`` (or its ``config.download_url``) to ``dest``, checking ``sha256`` when given; DownloadError
+    for a transport failure, DataError for a checksum mismatch, and nothing left behind either way."""
     import requests  # imported when first needed: it costs start-up time
 
     if reason := config.offline_reason():

@@ -48,11 +48,6 @@ def dataset_files(dataset: str) -> list[PinnedFile]:
     return sorted(_files_of(dataset).values(), key=lambda pinned: pinned.path)
 
 
-def all_files() -> list[PinnedFile]:
-    """Every registered file of every dataset."""
-    return [pinned for name in DATASETS for pinned in dataset_files(name)]
-
-
 def pinned_file(dataset: str, path: str) -> PinnedFile:
     """The registry entry for ``path`` (relative to the dataset folder); DataError if unknown."""
     files = _files_of(dataset)

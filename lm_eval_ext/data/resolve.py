@@ -15,7 +15,7 @@ from . import config
 from .archives import read_members_by_suffix, read_zip_bytes
 from .download import checksum_error, download
 from .errors import REVIEW, DataError, DownloadError
-from .registry import PinnedFile, all_files, pinned_file
+from .registry import PinnedFile, dataset_files, pinned_file
 
 logger = logging.getLogger(__name__)
 # (archive URL, cache) -> the problem of each file path when this process fetched the archive.
@@ -49,11 +49,9 @@ def local_candidates(pinned: PinnedFile) -> list[tuple[str, Path]]:
 
 
 def resolve(dataset: str, path: str, explicit: str | os.PathLike | None = None) -> Resolution:
-    """Find file ``path`` (relative to its dataset folder) of ``dataset``, and say how it was found.
-
-    Order: ``explicit`` (as is, unverified); the mirror ``$LM_EVAL_EXT_DATA_DIR/<dataset>/<path>``; the user
-    cache (both sha256-checked once per process); a download into the cache. DataError when it cannot be had.
-    """
+    """Find file ``path`` (relative to its dataset folder) of ``dataset`` and say how: ``explicit`` (as is,
+    unverified), else the mirror ``$LM_EVAL_EXT_DATA_DIR/<dataset>/<path>`` or the user cache (both sha256-checked
+    once per process), else a download into the cache. DataError when it cannot be had."""
     if explicit is not None:
         if not (given := Path(explicit).expanduser()).exists():
             raise DataError(f"The path given for {dataset}/{path} does not exist: {given}.")
@@ -96,10 +94,8 @@ def resolve_file(dataset: str, path: str, explicit: str | os.PathLike | None = N
 
 def read_zip_member(dataset: str, zip_path: str, member: str, password: bytes | None = None,
                     explicit: str | os.PathLike | None = None) -> bytes:
-    """The bytes of ``member`` of the registered zip ``zip_path``, read in memory (:func:`resolve_file` finds it).
-
-    The plain texts never touch the disk, as the ELITR-Bench authors ask (ZipCrypto, password ``utter``).
-    """
+    """The bytes of ``member`` of the registered zip ``zip_path`` (found by :func:`resolve_file`), read in memory:
+    the plain texts never touch the disk, as the ELITR-Bench authors ask (ZipCrypto, password ``utter``)."""
     return read_zip_bytes(resolve_file(dataset, zip_path, explicit), member, password)
 
 
@@ -110,30 +106,31 @@ def _fetch_from_archive(pinned: PinnedFile) -> None:
     with _archive_lock:
         # Not fetched yet, or fetched fine and the file was removed from the cache since.
         if (problems := _archive_problems.get(key)) is None or pinned.path not in problems:
-            problems = _archive_problems[key] = _cache_archive_members(pinned.archive_url)
+            problems = _archive_problems[key] = _cache_archive_members(pinned)
     if (problem := problems.get(pinned.path)) is not None:
         raise type(problem)(str(problem)) from None  # a fresh exception: no traceback of the earlier raise
 
 
-def _cache_archive_members(archive_url: str) -> dict[str, DataError]:
-    """Download the archive once and cache every registered member still missing; the problems by file path."""
-    cache = config.cache_dir()
-    pending = [s for s in all_files() if s.archive_url == archive_url and not (cache / s.dataset / s.path).is_file()]
+def _cache_archive_members(pinned: PinnedFile) -> dict[str, DataError]:
+    """Download the archive of ``pinned`` once and cache each registered member still missing; problems by path."""
+    url, cache = pinned.archive_url, config.cache_dir()
+    pending = [s for s in dataset_files(pinned.dataset)
+               if s.archive_url == url and not (cache / s.dataset / s.path).is_file()]
     cache.mkdir(parents=True, exist_ok=True)
     try:  # the archive is transient: only the verified members are kept
         with tempfile.TemporaryDirectory(dir=cache, prefix=".archive.") as tmp:
-            archive = download(archive_url, Path(tmp) / PurePosixPath(archive_url).name)
-            found = read_members_by_suffix(archive, [s.member for s in pending], shown=archive_url)
+            archive = download(url, Path(tmp) / PurePosixPath(url).name)
+            found = read_members_by_suffix(archive, [s.member for s in pending], shown=url)
     except DataError as err:
         return {s.path: err for s in pending}
     problems: dict[str, DataError] = {}
     for s in pending:
         if (data := found.get(s.member)) is None:
-            problems[s.path] = DataError(f"The archive {archive_url} has no member ending in {s.member!r} (needed "
-                                         f"for {s.dataset}/{s.path}). The registry (lm_eval_ext/data/manifest.json) "
+            problems[s.path] = DataError(f"The archive {url} has no member ending in {s.member!r} (needed for "
+                                         f"{s.dataset}/{s.path}). The registry (lm_eval_ext/data/manifest.json) "
                                          "needs review.")
         elif (actual := hashlib.sha256(data).hexdigest()) != s.sha256:
-            problems[s.path] = checksum_error(f"member {s.member} of {archive_url}", s.sha256, actual, "It was not "
+            problems[s.path] = checksum_error(f"member {s.member} of {url}", s.sha256, actual, "It was not "
                                               f"saved. Retry later; if it persists, the archive changed and {REVIEW}")
         else:
             atomic_write_bytes(cache / s.dataset / s.path, data)

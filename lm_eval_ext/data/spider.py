@@ -14,7 +14,7 @@ _HOW_TO_GET = (
 
 def spider_database_location() -> tuple[Path, str]:
     """The configured database directory (not checked) and the setting it came from."""
-    if (explicit := config.spider_dir()) is not None:
+    if (explicit := config.path_from(config.SPIDER_DIR_ENV)) is not None:
         return explicit, config.SPIDER_DIR_ENV
     if (mirror := config.mirror_dir()) is not None:
         return mirror / "spider" / "database", "mirror"
