@@ -9,6 +9,8 @@ Two substitutions, and only these, because the test suite has no network and a f
   all of ``lieder_base`` on a CPU adds minutes and nothing to that.
 
 No ``--device`` is added: what runs is what the README says, with the harness's defaults on a CPU machine.
+``lm_eval ls tasks`` is the very command the listing tests share (``plain_task_listing``, run once per test
+run in a fresh interpreter): its output is read from there.
 """
 from __future__ import annotations
 
@@ -50,12 +52,15 @@ def test_the_readme_has_the_snippets_this_test_runs():
     assert [b for b in _blocks("python") if "simple_evaluate" in b], "no simple_evaluate snippet in README.md"
 
 
-def test_lm_eval_commands_as_written(run_cli, tiny_model_dir, data_dir, tmp_path):
+def test_lm_eval_commands_as_written(run_cli, tiny_model_dir, data_dir, tmp_path, plain_task_listing):
     for command in _lm_eval_commands():
         argv = command.split()
         if argv[1] == "run":
             argv = _on_the_tiny_model(command, tiny_model_dir).split() + ["--limit", "2"]
-        proc = run_cli(argv, cwd=tmp_path, timeout=900)
+        if argv == plain_task_listing.args:  # this very command, run once per test run for the listing tests
+            proc = plain_task_listing
+        else:
+            proc = run_cli(argv, cwd=tmp_path, timeout=900)
         assert proc.returncode == 0, f"{command}\n{proc.stderr[-3000:]}"
         if argv[1] == "run":
             assert len(list((tmp_path / "results").rglob("results_*.json"))) == 1, command

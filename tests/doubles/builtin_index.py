@@ -11,8 +11,9 @@ own directory (the plugin's tasks, a test's ``--include_path``) are parsed as us
 
 tests/conftest.py sets :data:`ENV` for the whole test run. ``python -m doubles ...`` processes use it, and so
 do both pytest processes of the harness's own tests (tests/test_harness_own_tests.py, through a conftest.py
-it writes beside them); the tests of the installed commands (``lm_eval``, ``lm-eval-ext``, the README's
-commands) run without it.
+it writes beside them) and the ``simple_evaluate`` script of tests/test_user_errors.py, which imports the
+doubles already; the tests of the installed commands (``lm_eval``, ``lm-eval-ext``, the README's commands and
+script) run without it.
 """
 from __future__ import annotations
 
