@@ -134,7 +134,11 @@ def _with_plugin_tasks(paths: list, builtin: Path) -> list:
     """``paths`` (a TaskManager's: the built-ins first when it includes them) with the plugin's directories
     after the built-ins, before the rest; the built-ins left out when :func:`index_builtin_tasks` says so."""
     builtins, rest = (paths[:1], paths[1:]) if paths and Path(paths[0]) == builtin else ([], paths)
-    return [*(builtins if _settings["builtin_tasks"] else []), *plugin_task_paths(), *rest]
+    # `--include_path "$(lm-eval-ext tasks-dir)"` names a directory the hook adds already: index it once, where
+    # the user put it (twice, the harness warns that every task overrides itself)
+    given = {Path(path).resolve() for path in rest}
+    plugin = [path for path in plugin_task_paths() if path.resolve() not in given]
+    return [*(builtins if _settings["builtin_tasks"] else []), *plugin, *rest]
 
 
 def plugin_models() -> list[importlib.metadata.EntryPoint]:

@@ -171,11 +171,22 @@ def test_a_harness_that_discovers_plugin_tasks_itself_finds_each_once(caplog):
         manager = harness.TaskManager(include_defaults=False)
     assert set(ours) <= set(manager.all_tasks) and set(PLUGIN_TASKS) <= set(ours)
     assert _overrides(caplog) == []  # each plugin task indexed once
-    # the check sees a plugin directory indexed twice: the hook's addition on top of the harness's own
-    boundary._add_plugin_tasks(harness)
+    # the check sees a plugin directory indexed twice
     with caplog.at_level(logging.WARNING, logger="lm_eval.tasks._index"):
-        harness.TaskManager(include_defaults=False)
+        TaskIndex.build([tasks_dir(), tasks_dir()])
     assert len(_overrides(caplog)) == len(ours)
+
+
+def test_the_plugin_directory_given_as_include_path_is_indexed_once(caplog):
+    """The start-up hook adds the plugin's directory; `--include_path "$(lm-eval-ext tasks-dir)"` names it again."""
+    from lm_eval.tasks import TaskManager
+
+    from lm_eval_ext.paths import tasks_dir
+
+    with caplog.at_level(logging.WARNING, logger="lm_eval.tasks._index"):
+        manager = TaskManager(include_defaults=False, include_path=f"{tasks_dir()}/")
+    assert set(PLUGIN_TASKS) <= set(manager.all_tasks)
+    assert _overrides(caplog) == []
 
 
 def test_a_harness_that_discovers_plugin_models_itself_registers_each_once(monkeypatch):

@@ -1,12 +1,14 @@
 """``python -m doubles ...`` commands forked from a process that has the heavy libraries imported already.
 
-A harness command of the test doubles spends much of its CPU time importing torch, transformers, datasets and
-pandas (about 3 of its 8 seconds for a short run), and the suite starts many such commands.
-:func:`run` is ``subprocess.run(cmd, capture_output=True, text=True, ...)``; for a ``python -m doubles`` command
+A harness command of the test doubles spends much of its CPU time importing third-party libraries (torch,
+transformers, datasets, pandas, scipy, ...: about 6 of the 9 seconds of a short run of the tiny hf model), and
+the suite starts many such commands. :func:`run` is ``subprocess.run(cmd, capture_output=True, text=True, ...)``; for a ``python -m doubles`` command
 it asks a server (``python -m helpers.preforked``, one per pytest process and environment, started on first
 use) that imported those libraries once to fork. The child takes the command's working directory, environment,
 standard streams and ``sys.argv``, then runs ``doubles`` as ``python -m`` does and ends as an interpreter ends
-(exit status, traceback, ``atexit``). Nothing of the harness or the plugin is imported before the fork.
+(exit status, traceback, ``atexit``). Nothing of the harness or the plugin is imported before the fork. The
+server freezes its objects (``gc.freeze``) before it forks: a child's garbage collections then leave the
+preloaded objects, and the memory pages they share with the server, untouched.
 
 A few environment variables are read when those libraries are imported (the Hugging Face and torch settings,
 ``PYTHONPATH``, ``HOME``, the plugin's start-up switch): a command whose values of them differ gets a server of
@@ -17,6 +19,7 @@ do commands the tests signal or kill (they use ``subprocess.Popen``).
 from __future__ import annotations
 
 import atexit
+import gc
 import json
 import locale
 import os
@@ -27,12 +30,22 @@ import tempfile
 import threading
 from pathlib import Path
 
-PRELOAD = ("torch", "transformers", "datasets", "pandas", "sacrebleu", "jinja2", "httpx")
+# The third-party modules harness commands import, by name: transformers loads its parts lazily, so the parts a
+# model load needs (the tiny model is a Llama) are named too. Measured: a forked `--model hf` run of lieder_base
+# took 6.3-9.5 s of CPU time with only the top-level packages preloaded, 3.4-3.7 s with these and gc.freeze; a
+# server takes ~10 s instead of ~4 to start.
+PRELOAD = ("torch", "torch.distributed.tensor", "transformers", "transformers.modeling_utils",
+           "transformers.models.auto.modeling_auto", "transformers.models.auto.tokenization_auto",
+           "transformers.models.llama.modeling_llama", "datasets", "pandas", "scipy.stats", "sacrebleu", "jinja2",
+           "httpx", "requests", "accelerate", "pytablewriter", "aiohttp", "tenacity", "pooch", "matplotlib.figure",
+           "sqlparse", "jsonschema")
 # Variables the preloaded libraries (or the interpreter) read at start-up: a server serves one set of values.
 STARTUP_PREFIXES = ("PYTHON", "HF_", "HUGGINGFACE", "TRANSFORMERS", "TORCH", "PYTORCH", "CUDA", "OMP_", "MKL_",
                     "OPENBLAS_", "KMP_", "TOKENIZERS_", "XDG_", "LD_", "LC_")
-STARTUP_NAMES = {"HOME", "LANG", "TMPDIR", "LM_EVAL_EXT_AUTOLOAD"}
-MAX_SERVERS = 2  # per pytest process: each holds the libraries in memory (about 0.5 GB)
+STARTUP_NAMES = {"HOME", "LANG", "TMPDIR", "LM_EVAL_EXT_AUTOLOAD", "PREFORKED_PRELOAD"}
+# torch sets this one in its own process, to the default its children would compute, once inductor looks for its cache
+NOT_STARTUP = {"TORCHINDUCTOR_CACHE_DIR"}
+MAX_SERVERS = 2  # per pytest process: each holds the libraries in memory (about 0.6 GB)
 
 _servers: dict[tuple, _Server] = {}  # by their environment's start-up variables, the most recently used last
 served = 0  # commands forked so far in this process
@@ -48,7 +61,8 @@ def run(cmd, *, cwd=None, env: dict | None = None, timeout: float | None = None,
     env = dict(os.environ if env is None else env)
     if fresh or cmd[:3] != [sys.executable, "-m", "doubles"]:
         return subprocess.run(cmd, cwd=cwd, env=env, input=input, capture_output=True, text=True, timeout=timeout)
-    key = tuple(sorted((k, v) for k, v in env.items() if k.startswith(STARTUP_PREFIXES) or k in STARTUP_NAMES))
+    key = tuple(sorted((k, v) for k, v in env.items()
+                       if (k.startswith(STARTUP_PREFIXES) or k in STARTUP_NAMES) and k not in NOT_STARTUP))
     with _lock:
         server = _servers.pop(key, None)
         if server is None and len(_servers) >= MAX_SERVERS:  # the server used longest ago makes room, if idle
@@ -129,8 +143,10 @@ def _serve() -> dict:
     """The server: import the libraries, then fork once per request; returns only in a child, with its request."""
     import importlib
 
-    for name in PRELOAD:
+    names = os.environ.get("PREFORKED_PRELOAD")  # comma-separated, instead of PRELOAD (the helper's own test)
+    for name in PRELOAD if names is None else filter(None, names.split(",")):
         importlib.import_module(name)
+    gc.freeze()
     print("ready", flush=True)
     for line in sys.stdin:
         request = json.loads(line)
