@@ -1,14 +1,14 @@
 """``python -m doubles ...`` commands forked from a process that has the heavy libraries imported already.
 
 A harness command of the test doubles spends much of its CPU time importing third-party libraries (torch,
-transformers, datasets, pandas, scipy, ...: about 6 of the 9 seconds of a short run of the tiny hf model), and
-the suite starts many such commands. :func:`run` is ``subprocess.run(cmd, capture_output=True, text=True, ...)``; for a ``python -m doubles`` command
-it asks a server (``python -m helpers.preforked``, one per pytest process and environment, started on first
-use) that imported those libraries once to fork. The child takes the command's working directory, environment,
-standard streams and ``sys.argv``, then runs ``doubles`` as ``python -m`` does and ends as an interpreter ends
-(exit status, traceback, ``atexit``). Nothing of the harness or the plugin is imported before the fork. The
-server freezes its objects (``gc.freeze``) before it forks: a child's garbage collections then leave the
-preloaded objects, and the memory pages they share with the server, untouched.
+transformers, datasets, pandas, scipy, ...: about 6 of the 9 seconds of a short run of the tiny hf model), and the
+suite starts many such commands. :func:`run` is ``subprocess.run(cmd, capture_output=True, text=True, ...)``; for a
+``python -m doubles`` command it asks a server (``python -m helpers.preforked``, one per pytest process and
+environment, started on first use) that imported those libraries once to fork. The child takes the command's
+working directory, environment, standard streams and ``sys.argv``, then runs ``doubles`` as ``python -m`` does and
+ends as an interpreter ends (exit status, traceback, ``atexit``). Nothing of the harness or the plugin is imported
+before the fork. The server freezes its objects (``gc.freeze``) before it forks: a child's garbage collections then
+leave the preloaded objects, and the memory pages they share with the server, untouched.
 
 A few environment variables are read when those libraries are imported (the Hugging Face and torch settings,
 ``PYTHONPATH``, ``HOME``, the plugin's start-up switch): a command whose values of them differ gets a server of
