@@ -120,6 +120,8 @@ def main() -> None:
     parser.add_argument("--stub", choices=("process", "thread"), default="process")
     parser.add_argument("--no-cache", action="store_true", help="judge without the on-disk cache")
     parser.add_argument("--profile", metavar="FILE", help="cProfile the first case into FILE")
+    parser.add_argument("--retry-budget", type=float, metavar="RATIO",
+                        help="the judge's retry_budget (default: the judge's default; 0: every retry backs off)")
     args = parser.parse_args()
 
     from lm_eval_ext.judge import JudgeItem, judge_many, resolve_config
@@ -133,7 +135,8 @@ def main() -> None:
     try:
         print(f"{n} items; stub ({args.stub}) latency {args.delay * 1000:.0f} ms"
               + (f" + up to {args.jitter * 1000:.0f} ms" if args.jitter else "")
-              + f"; faults {args.faults or 'none'}; cache {'off' if args.no_cache else 'on'}; {os.cpu_count()} CPUs")
+              + f"; faults {args.faults or 'none'}; cache {'off' if args.no_cache else 'on'}; retry budget "
+              + ("the default" if args.retry_budget is None else f"{args.retry_budget:g}") + f"; {os.cpu_count()} CPUs")
         print(f"{'conc.':>5}  {'wall s':>7}  {'ideal s':>7}  {'x ideal':>7}  {'99% by s':>8}  {'calls/s':>7}  "
               f"{'client CPU ms/call':>18}  "
               f"{'max in flight':>13}  {'faults':>6}  {'lost':>4}  {'duplicated':>10}  {'rerun s':>7}")
@@ -142,7 +145,8 @@ def main() -> None:
             with stub(args.delay, args.jitter, args.faults) as (base_url, stub_stats):
                 config = resolve_config(explicit={
                     "base_url": base_url, "api_key_env": "LMX_BENCH_KEY", "model": "stub",
-                    "concurrency": concurrency, "cache": cache})
+                    "concurrency": concurrency, "cache": cache,
+                    **({} if args.retry_budget is None else {"retry_budget": args.retry_budget})})
 
                 def run():
                     return judge_many(items, config, progress=False)

@@ -162,19 +162,22 @@ def test_retry_after_is_honoured(tmp_path):
     assert waits == [0.2]  # a Retry-After longer than retry_max_wait is cut to it
     with StubOpenAIServer(text="\\boxed{5}", fault_sequence=["500", "500", "drop"]) as srv:
         stop = threading.Event()
-        client = JudgeClient(config(srv, tmp_path, retry_wait=0.001), stop=stop, budget=CallBudget(None))
+        client = JudgeClient(config(srv, tmp_path, retry_wait=10), stop=stop, budget=CallBudget(None))
         waits = recorded_waits(client)
         client.complete(_request())
         assert srv.call_count == 4
-    # no Retry-After: the first retry after a server error goes at once, then exponential backoff with full
-    # jitter, at most retry_wait x 2^k
-    assert len(waits) == 3 and waits[0] == 0 and 0 <= waits[1] <= 0.002 and 0 <= waits[2] <= 0.004
-    with StubOpenAIServer(text="\\boxed{5}", fault_sequence=["drop"]) as srv:
+    # no Retry-After: a retry after a server error or a dropped connection goes at once (the run's retry
+    # budget starts with 10), where the backoff would have waited up to 10 s, 20 s, 40 s
+    assert waits == [0, 0, 0]
+    with StubOpenAIServer(text="\\boxed{5}", fault_sequence=["500", "500", "drop"]) as srv:
         stop = threading.Event()
-        client = JudgeClient(config(srv, tmp_path, retry_wait=0.001), stop=stop, budget=CallBudget(None))
+        client = JudgeClient(config(srv, tmp_path, retry_wait=0.001, retry_budget=0), stop=stop,
+                             budget=CallBudget(None))
         waits = recorded_waits(client)
         client.complete(_request())
-    assert waits == [0]  # a dropped connection, too
+        assert srv.call_count == 4
+    # with no budget, exponential backoff with full jitter, at most retry_wait x 2^k
+    assert len(waits) == 3 and 0 < waits[0] <= 0.001 and 0 < waits[1] <= 0.002 and 0 < waits[2] <= 0.004
     with StubOpenAIServer(text="\\boxed{5}", fault_sequence=["nonjson"]) as srv:
         stop = threading.Event()
         client = JudgeClient(config(srv, tmp_path, retry_wait=10, retry_max_wait=0.01), stop=stop,
@@ -182,6 +185,57 @@ def test_retry_after_is_honoured(tmp_path):
         waits = recorded_waits(client)
         client.complete(_request())
     assert len(waits) == 1 and waits[0] > 0  # any other fault backs off from the first retry
+
+
+def test_the_retry_budget_lets_isolated_faults_retry_at_once_and_backs_off_a_failing_server():
+    from lm_eval_ext.judge.retry_budget import RetryBudget
+
+    budget = RetryBudget(0.2)
+    assert [budget.withdraw() for _ in range(11)] == [True] * 10 + [False]  # 10 to start with
+    for _ in range(4):
+        budget.deposit()
+    assert not budget.withdraw()  # 4 replies earn 0.8 of a retry
+    budget.deposit()
+    assert [budget.withdraw(), budget.withdraw()] == [True, False]
+    for _ in range(1000):
+        budget.deposit()
+    assert sum(budget.withdraw() for _ in range(20)) == 10  # never more than 10 saved up
+    none = RetryBudget(0)
+    none.deposit()
+    assert not none.withdraw()
+
+
+def test_a_server_that_keeps_failing_spends_the_retry_budget_then_retries_back_off(tmp_path):
+    from lm_eval_ext.judge.client import TransientError
+
+    faults = (["500", "429", "drop", "500", "500", "drop", None]  # call 1: four retries at once (the most for
+              # one call; the 429 waits its Retry-After), then backoff
+              + ["500"] * 6  # calls 2-3, three tries each, all failed: two retries at once each
+              + ["500", "500", "drop", None]  # call 4: the last two retries at once, then the bucket is dry
+              + [None] * 3 + ["500", None])  # calls 5-7: with call 4, 5 replies earn a retry at once (call 8)
+    with StubOpenAIServer(text="ok", fault_sequence=faults) as srv:
+        client = JudgeClient(config(srv, tmp_path, retries=6, retry_wait=0.001, retry_max_wait=0.1),
+                             stop=threading.Event(), budget=CallBudget(None))
+        waits = recorded_waits(client)
+
+        def waits_of(call) -> list[float]:
+            del waits[:]
+            call()
+            return list(waits)
+
+        def failed_call():
+            with pytest.raises(TransientError):
+                client.complete(_request(), tries=3)
+
+        first = waits_of(lambda: client.complete(_request()))
+        assert first[:5] == [0, 0.05, 0, 0, 0] and len(first) == 6 and 0 < first[5] <= 0.032
+        assert [waits_of(failed_call) for _ in range(2)] == [[0, 0]] * 2
+        fourth = waits_of(lambda: client.complete(_request()))
+        assert fourth[:2] == [0, 0] and len(fourth) == 3 and 0 < fourth[2] <= 0.004
+        for _ in range(3):
+            assert waits_of(lambda: client.complete(_request())) == []
+        assert waits_of(lambda: client.complete(_request())) == [0]
+        assert srv.call_count == len(faults)
 
 
 def test_a_probe_is_one_try_with_its_own_timeout(tmp_path):

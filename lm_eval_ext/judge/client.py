@@ -14,8 +14,10 @@ Both are faults of that try. The policy is ours, with ``tenacity``:
 - retried with exponential backoff and full jitter (``retry_wait`` * 2^k, at most
   ``retry_max_wait``), or exactly as long as a ``Retry-After`` header says: timeouts (the
   deadline), connection errors, replies over the size cap, HTTP 408/409/429/5xx, and 200
-  replies that are not a chat completion; the first retry after a 5xx without ``Retry-After``
-  or a dropped connection goes at once (mostly one request's bad luck; the later waits are as above);
+  replies that are not a chat completion; up to four retries of a call after a 5xx without
+  ``Retry-After`` or a dropped connection go at once while the run's retry budget allows (mostly
+  one request's bad luck; :mod:`lm_eval_ext.judge.retry_budget`), and wait as above once such
+  faults are frequent;
 - fatal for the whole run (every call would fail the same way): HTTP 401, 403, 404;
 - failed at once for this item only: any other 4xx (e.g. a prompt too long for the judge);
 - the circuit breaker: ``stop_after_timeouts`` tries in a row, across every call in flight,
@@ -49,12 +51,16 @@ import tenacity
 from .config import JudgeConfig, env_name, how_to_set
 from .errors import JudgeConfigError, JudgeRequestRejected
 from .http import Cut, Transport
+from .retry_budget import RetryBudget
 from .usage import reply_usage
 
 log = logging.getLogger(__name__)
 
 _MIN_SECRET_LENGTH = 8  # shorter "keys" are placeholders, not secrets
 _ABORT_TICK = 0.05  # seconds: how often a retry's wait looks whether the run was stopped
+# a request whose retries at once failed four times is not having bad luck: its later retries back off
+# whatever the run's budget (a judge restarting for half a minute is still ridden out at concurrency 1)
+_AT_ONCE_PER_CALL = 4
 _RETRIED_STATUS = {408, 409, 429}
 _FATAL_STATUS = {401: "rejected the API key", 403: "refused access with this API key",
                  404: "does not know this model or path"}
@@ -122,25 +128,33 @@ def _retry_after(headers) -> float | None:
 
 
 def _at_once(exc: TransientError) -> bool:
-    """Whether a first retry after ``exc`` goes at once: a server error (5xx) or a dropped connection is most
+    """Whether a retry after ``exc`` may go at once: a server error (5xx) or a dropped connection is most
     often one request's bad luck (a stale kept-alive connection, a worker restarting), not a server asking
-    for less."""
+    for less (429, a timeout)."""
     return exc.kind == "connection" or exc.kind.isdigit() and int(exc.kind) >= 500
 
 
 class _WaitRetryAfter(tenacity.wait.wait_base):
     """Wait what the server's Retry-After says; otherwise the fallback (exponential with jitter), except that
-    the first retry after a server error or a dropped connection goes at once (:func:`_at_once`)."""
+    up to ``_AT_ONCE_PER_CALL`` retries of one call after a server error or a dropped connection
+    (:func:`_at_once`) go at once while the run's retry budget (:mod:`lm_eval_ext.judge.retry_budget`)
+    allows it. One instance serves one call. ``tries`` is the call's last attempt number: tenacity asks for
+    the wait before it checks the stop, and the last failure pays for no retry."""
 
-    def __init__(self, fallback: tenacity.wait.wait_base, max_wait: float) -> None:
+    def __init__(self, fallback: tenacity.wait.wait_base, max_wait: float, budget: RetryBudget, tries: int) -> None:
         self.fallback = fallback
         self.max_wait = max_wait
+        self.budget = budget
+        self.tries = tries
+        self.at_once = 0
 
     def __call__(self, retry_state: tenacity.RetryCallState) -> float:
         exc = retry_state.outcome.exception() if retry_state.outcome else None
         if isinstance(exc, TransientError) and exc.retry_after is not None:
             return min(exc.retry_after, self.max_wait)
-        if retry_state.attempt_number == 1 and isinstance(exc, TransientError) and _at_once(exc):
+        if (isinstance(exc, TransientError) and _at_once(exc) and self.at_once < _AT_ONCE_PER_CALL
+                and retry_state.attempt_number < self.tries and self.budget.withdraw()):
+            self.at_once += 1
             return 0.0
         return self.fallback(retry_state)
 
@@ -173,6 +187,7 @@ class JudgeClient:
         self.reached = threading.Event()  # set by the first well-formed reply of this run
         self.last_reply = float("-inf")  # time.monotonic() of the latest well-formed reply
         self.retries: Counter[str] = Counter()
+        self._retry_budget = RetryBudget(config.retry_budget)
         self.gone: JudgeGone | None = None  # set when the circuit breaker stopped the run
         self._timeouts_in_a_row = 0
         self._last_answer = float("-inf")  # time.monotonic() of the latest HTTP response of any kind
@@ -240,12 +255,13 @@ class JudgeClient:
         :class:`CallCapReached` or :class:`Aborted`. ``on_usage`` is called with the tokens the reply
         reports (:func:`lm_eval_ext.judge.usage.reply_usage`).
         """
+        tries = tries or self.config.retries + 1
         retrying = tenacity.AsyncRetrying(
             retry=tenacity.retry_if_exception_type(TransientError),
-            stop=tenacity.stop_after_attempt(tries or self.config.retries + 1) | (lambda _state: self._stop.is_set()),
+            stop=tenacity.stop_after_attempt(tries) | (lambda _state: self._stop.is_set()),
             wait=_WaitRetryAfter(
                 tenacity.wait_random_exponential(multiplier=self.config.retry_wait, max=self.config.retry_max_wait),
-                self.config.retry_max_wait,
+                self.config.retry_max_wait, self._retry_budget, tries,
             ),
             sleep=self._sleep,
             before_sleep=self._note_retry,
@@ -296,6 +312,7 @@ class JudgeClient:
             on_usage(reply_usage(reply))
         if not self.reached.is_set():  # set() takes a lock and wakes waiters at every reply
             self.reached.set()
+        self._retry_budget.deposit()
         self.last_reply = time.monotonic()
         return self.redact(text)
 

@@ -89,6 +89,9 @@ class JudgeConfig:
                                 "jitter); a Retry-After header wins, up to retry_max_wait", float)
     retry_max_wait: float = _option(60.0, "longest wait between two retries, in seconds (Retry-After included)",
                                     float)
+    retry_budget: float = _option(0.2, "retries after a server error (5xx) or a dropped connection go at once, "
+                                  "without backoff, up to this share of the run's replies (plus 10 to start "
+                                  "with); more frequent ones back off; 0 = every retry backs off", float)
     cache: str | None = _option("default", "SQLite file caching every judge reply; 'default' = "
                                 "$LM_EVAL_EXT_CACHE_DIR/judge/judge_cache.sqlite (else ~/.cache/lm_eval_ext/...), "
                                 "'none' disables", str, optional=True)
@@ -299,6 +302,8 @@ def _check(config: JudgeConfig) -> None:
             raise JudgeConfigError(f"The judge option {name!r} cannot be negative ({getattr(config, name)}).")
     if config.max_calls is not None and config.max_calls < 0:
         raise JudgeConfigError(f"The judge option 'max_calls' cannot be negative ({config.max_calls}).")
+    if config.retry_budget < 0:
+        raise JudgeConfigError(f"The judge option 'retry_budget' cannot be negative ({config.retry_budget}).")
     for name in ("price_input", "price_output", "cost_limit"):
         if getattr(config, name) is not None and getattr(config, name) < 0:
             raise JudgeConfigError(f"The judge option {name!r} cannot be negative ({getattr(config, name)}).")

@@ -484,6 +484,7 @@ class StubOpenAIServer:
                     for key, value in (headers or {}).items():
                         self.send_header(key, value)
                     self.end_headers()
+                    self._done()
                     self.wfile.write(data)
                 except OSError:
                     self.close_connection = True
@@ -558,9 +559,17 @@ class StubOpenAIServer:
                 with stub._lock:
                     stub._in_flight += 1
                     stub.max_in_flight = max(stub.max_in_flight, stub._in_flight)
+                self._handling = True
                 try:
                     self._post()
                 finally:
+                    self._done()
+
+            def _done(self):
+                """The request stops counting as in flight: before the last bytes of a whole reply go out (the
+                client may send its next request as soon as it has them), or when the handler ends."""
+                if getattr(self, "_handling", False):
+                    self._handling = False
                     with stub._lock:
                         stub._in_flight -= 1
 
