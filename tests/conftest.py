@@ -35,6 +35,9 @@ if _FROM_CHECKOUT:
 # its threads' spin-waiting burns CPU time (measured: the tiny model's runs take 40% less CPU). Set before
 # anything imports torch; subprocesses inherit it.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
+# The harness hands a metric name it does not know (a toy task's, on purpose) to `evaluate.load`, which without
+# a network tries the Hub for about 3 s before it gives up; offline it gives up at once, with the same error.
+os.environ.setdefault("HF_EVALUATE_OFFLINE", "1")
 
 # Subprocesses started by run_cli get these on top of the current environment.
 OFFLINE_ENV = {
