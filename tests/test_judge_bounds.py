@@ -157,6 +157,11 @@ def test_the_options_are_checked():
     for bad in ({"max_reply_bytes": 0}, {"stop_after_timeouts": -1}, {"timeout": 0}, {"retry_budget": -0.1}):
         with pytest.raises(JudgeConfigError, match=next(iter(bad))):
             resolve_config(explicit=bad, environ={})
+    with pytest.raises(JudgeConfigError) as err:
+        resolve_config(metadata={"judge_retry_budget": -1}, environ={})
+    assert str(err.value) == ("The judge option 'retry_budget' cannot be negative (-1): it is the share of the "
+                              "replies whose faults may be retried at once; give 0 to back off every retry, or the "
+                              """default 0.2 (--metadata '{"judge_retry_budget": "0.2"}').""")
     # every source names the retry budget: metadata key, environment variable
     assert resolve_config(metadata={"judge_retry_budget": 0}, environ={}).retry_budget == 0
     assert resolve_config(environ={"LM_EVAL_EXT_JUDGE_RETRY_BUDGET": "0.5"}).retry_budget == 0.5

@@ -303,7 +303,9 @@ def _check(config: JudgeConfig) -> None:
     if config.max_calls is not None and config.max_calls < 0:
         raise JudgeConfigError(f"The judge option 'max_calls' cannot be negative ({config.max_calls}).")
     if config.retry_budget < 0:
-        raise JudgeConfigError(f"The judge option 'retry_budget' cannot be negative ({config.retry_budget}).")
+        raise JudgeConfigError(f"The judge option 'retry_budget' cannot be negative ({config.retry_budget:g}): it is "
+                               f"the share of the replies whose faults may be retried at once; give 0 to back off "
+                               f"every retry, or the default 0.2 ({how_to_set('retry_budget', '0.2')}).")
     for name in ("price_input", "price_output", "cost_limit"):
         if getattr(config, name) is not None and getattr(config, name) < 0:
             raise JudgeConfigError(f"The judge option {name!r} cannot be negative ({getattr(config, name)}).")
