@@ -24,7 +24,6 @@ class RetryBudget:
     """
 
     def __init__(self, ratio: float) -> None:
-        self.ratio = ratio
         self._gain = round(ratio * _UNIT)
         self._cap = BURST * _UNIT if ratio > 0 else 0
         self._tokens = self._cap
