@@ -141,11 +141,13 @@ def isolated_data_env(tmp_path_factory):
             mp.setenv(DATA_DIR_ENV, str(mirror))
         mp.setenv("LM_EVAL_EXT_CACHE_DIR", str(tmp_path_factory.mktemp("lm_eval_ext_cache")))
         mp.setenv("LM_EVAL_EXT_OFFLINE", "1")
-        from doubles import builtin_index
+        from doubles import builtin_index, env_report
 
         shared = tmp_path_factory.getbasetemp()
         shared = shared.parent if os.environ.get("PYTEST_XDIST_WORKER") else shared  # every worker's parent
         mp.setenv(builtin_index.ENV, str(shared / "builtin_task_yamls.pickle"))
+        mp.setenv(env_report.ENV, str(shared / "env_reports"))
+        env_report.install()  # for the in-process harness runs
         yield
 
 

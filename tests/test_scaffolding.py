@@ -169,6 +169,48 @@ def test_data_layer_isolated_in_tests_and_subprocesses(run_cli, tmp_path_factory
     assert proc.stdout.split() == [str(cache), "LM_EVAL_EXT_OFFLINE=1"]
 
 
+ENV_REPORT_FIRST = """
+import json, sys
+from doubles import env_report
+env_report.install()
+assert "torch" not in sys.modules  # installing imports nothing of torch
+from lm_eval.loggers.utils import add_env_info
+from torch.utils import collect_env
+stored = {}
+add_env_info(stored)
+print(json.dumps([collect_env.get_pretty_env_info.__module__, stored["pretty_env_info"]]))
+"""
+ENV_REPORT_LATER = """
+import json
+from torch.utils import collect_env
+def make():
+    raise AssertionError("the report was made again")
+collect_env.get_pretty_env_info = make
+from doubles import env_report
+env_report.install()
+from lm_eval.loggers.utils import add_env_info
+stored = {}
+add_env_info(stored)
+print(json.dumps(stored["pretty_env_info"]))
+"""
+
+
+def test_torchs_environment_report_is_made_once_per_run_and_reused(run_cli, tmp_path):
+    """doubles/env_report.py: the first process makes the report with torch's own function, the next reads it."""
+    from doubles import env_report
+
+    env = {env_report.ENV: str(tmp_path / "reports")}
+    first = run_cli(["python", "-c", ENV_REPORT_FIRST], env=env)
+    assert first.returncode == 0, first.stderr[-3000:]
+    module, report = json.loads(first.stdout.splitlines()[-1])
+    assert module == "doubles.env_report" and "[pip3] torch==" in report  # pip list ran in the first
+    (made,) = (tmp_path / "reports").glob("*.txt")
+    assert made.read_text(encoding="utf-8") == report
+    later = run_cli(["python", "-c", ENV_REPORT_LATER], env=env)
+    assert later.returncode == 0, later.stderr[-3000:]
+    assert json.loads(later.stdout.splitlines()[-1]) == report
+
+
 REQUIRES_DATA_DEMO = """
 import pytest
 
