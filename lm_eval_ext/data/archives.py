@@ -4,7 +4,7 @@ import zipfile
 import zlib
 from pathlib import Path, PureWindowsPath
 
-from .errors import REVIEW, DataError
+from .errors import NOT_SAVED, DataError
 
 _READ_ERRORS = (RuntimeError, NotImplementedError, zipfile.BadZipFile, zlib.error, EOFError, OSError)
 
@@ -24,8 +24,7 @@ def _open_zip(path: Path, shown: str | None = None) -> zipfile.ZipFile:
     except (zipfile.BadZipFile, OSError) as err:
         if shown is not None:  # a transient download: its path means nothing to the user
             raise DataError(f"{shown} is not a readable zip archive ({err}): the download is corrupted or truncated. "
-                            f"Nothing was saved. Retry later; if it persists, the upstream file changed and {REVIEW}"
-                            ) from None
+                            + NOT_SAVED) from None
         raise DataError(f"{path} is not a readable zip archive ({err}). It is corrupted or truncated: "
                         "delete it and fetch it again (`lm-eval-ext data fetch NAME`).") from None
 

@@ -7,7 +7,7 @@ import pooch
 from tqdm.auto import tqdm
 
 from . import config
-from .errors import REVIEW, DataError, DownloadError
+from .errors import NOT_SAVED, DataError, DownloadError
 
 RETRIES = 2  # attempts after the first, 1 s then 2 s later: a dropped connection, a timeout, a 5xx, a bad body
 
@@ -48,8 +48,7 @@ def download(url: str, dest: Path, sha256: str | None = None, desc: str | None =
     except ValueError as err:  # pooch's hash mismatch, after the retries
         if not (sha256 and received and received[-1] != sha256):
             raise DownloadError(f"downloading {actual_url} failed ({attempts}): {err}") from None
-        raise checksum_error(f"the download of {actual_url} ({attempts})", sha256, received[-1], "Nothing was "
-                             f"saved. Retry later; if it persists, the upstream file changed and {REVIEW}") from None
+        raise checksum_error(f"the download of {actual_url} ({attempts})", sha256, received[-1], NOT_SAVED) from None
     except requests.RequestException as err:
         wrapped = err.args[0] if err.args else None  # urllib3's "Max retries exceeded" says less than its reason
         raise DownloadError(f"downloading {actual_url} failed ({attempts}): "

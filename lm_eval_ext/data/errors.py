@@ -2,6 +2,7 @@
 from ..errors import UserError
 
 REVIEW = "the registry (lm_eval_ext/data/manifest.json) needs review."
+NOT_SAVED = f"Nothing was saved. Retry later; if it persists, the upstream file changed and {REVIEW}"
 
 
 class DataError(UserError):

@@ -105,7 +105,7 @@ def _fetch_from_archive(pinned: PinnedFile) -> None:
     key = (config.download_url(pinned.archive_url), str(config.cache_dir()))
     with _archive_lock:
         # Not fetched yet, or fetched fine and the file was removed from the cache since.
-        if (problems := _archive_problems.get(key)) is None or pinned.path not in problems:
+        if pinned.path not in (problems := _archive_problems.get(key, {})):
             problems = _archive_problems[key] = _cache_archive_members(pinned)
     if (problem := problems.get(pinned.path)) is not None:
         raise type(problem)(str(problem)) from None  # a fresh exception: no traceback of the earlier raise

@@ -4,12 +4,10 @@ from pathlib import Path
 from . import config
 from .errors import DataError
 
-_HOW_TO_GET = (
-    "The Spider databases have no stable download URL, so lm-eval-ext cannot fetch them: download the official "
-    "Spider 1.0 release (https://yale-lily.github.io/spider), unzip it, and set "
-    f"{config.SPIDER_DIR_ENV} to its `database` folder (the one holding <db_id>/<db_id>.sqlite), "
-    f"or place that folder at ${config.DATA_DIR_ENV}/spider/database."
-)
+_HOW_TO_GET = ("The Spider databases have no stable download URL, so lm-eval-ext cannot fetch them: download the "
+               "official Spider 1.0 release (https://yale-lily.github.io/spider), unzip it, and set "
+               f"{config.SPIDER_DIR_ENV} to its `database` folder (the one holding <db_id>/<db_id>.sqlite), or place "
+               f"that folder at ${config.DATA_DIR_ENV}/spider/database.")
 
 
 def spider_database_location() -> tuple[Path, str]:
