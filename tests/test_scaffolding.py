@@ -203,7 +203,8 @@ def test_torchs_environment_report_is_made_once_per_run_and_reused(run_cli, tmp_
     first = run_cli(["python", "-c", ENV_REPORT_FIRST], env=env)
     assert first.returncode == 0, first.stderr[-3000:]
     module, report = json.loads(first.stdout.splitlines()[-1])
-    assert module == "doubles.env_report" and "PyTorch version: " in report and "Versions of relevant libraries" in report
+    assert module == "doubles.env_report"
+    assert "PyTorch version: " in report and "Versions of relevant libraries" in report
     (made,) = (tmp_path / "reports").glob("*.txt")
     assert made.read_text(encoding="utf-8") == report
     later = run_cli(["python", "-c", ENV_REPORT_LATER], env=env)
