@@ -1,11 +1,11 @@
 """torch's environment report, made once per test run for each interpreter instead of once per harness run.
 
-Every harness run records ``torch.utils.collect_env.get_pretty_env_info()`` in its results, and that report
-runs ``pip list`` in a subprocess (about 0.7 CPU seconds): the same text, from the same interpreter, in each
-of the suite's ~110 harness runs. When :data:`ENV` names a directory, :func:`install` makes this process's
-report come from a file there, one per interpreter: the first process of the run to ask makes it with torch's
-own function and writes it (under a file lock), the others read it. The harness's call and what it stores
-are unchanged; no test reads the report.
+Every harness run records ``torch.utils.collect_env.get_pretty_env_info()`` in its results, and that report starts
+about a dozen commands (``pip list``, ``gcc --version``, ``lscpu`` and the like; about 0.75 CPU seconds): the same
+text, from the same interpreter, in each of the suite's ~110 harness runs. When :data:`ENV` names a directory,
+:func:`install` makes this process's report come from a file there, one per interpreter: the first process of the
+run to ask makes it with torch's own function and writes it (under a file lock), the others read it. The harness's
+call and what it stores are unchanged; no test reads the report.
 
 tests/conftest.py sets :data:`ENV` for the whole test run and installs it in the pytest process (in-process
 harness runs); ``python -m doubles ...`` processes install it too. The installed commands run without it.
