@@ -21,6 +21,8 @@ import os
 import pickle
 from pathlib import Path
 
+from doubles.made_once import made_once
+
 ENV = "LM_EVAL_EXT_TEST_BUILTIN_YAMLS"
 
 
@@ -49,19 +51,15 @@ def install() -> None:
 
 
 def _load_or_build(store: Path, root: Path, parse) -> dict[str, bytes]:
-    from filelock import FileLock
+    def parse_all() -> bytes:
+        parsed = {}
+        for path in root.glob("**/*.yaml"):
+            try:
+                parsed[str(path)] = pickle.dumps((True, parse(path, resolve_func=False, recursive=True)))
+            except Exception as err:  # noqa: BLE001 -- the index skips such a file; it gets the same error
+                parsed[str(path)] = pickle.dumps((False, err))
+        return pickle.dumps({"root": str(root), "parsed": parsed})
 
-    with FileLock(f"{store}.lock"):
-        if not store.exists():
-            parsed = {}
-            for path in root.glob("**/*.yaml"):
-                try:
-                    parsed[str(path)] = pickle.dumps((True, parse(path, resolve_func=False, recursive=True)))
-                except Exception as err:  # noqa: BLE001 -- the index skips such a file; it gets the same error
-                    parsed[str(path)] = pickle.dumps((False, err))
-            partial = store.with_suffix(".partial")
-            partial.write_bytes(pickle.dumps({"root": str(root), "parsed": parsed}))
-            partial.replace(store)
-    saved = pickle.loads(store.read_bytes())
+    saved = pickle.loads(made_once(store, parse_all))
     assert saved["root"] == str(root), f"{store} holds the YAMLs of another harness ({saved['root']})"
     return saved["parsed"]

@@ -19,6 +19,8 @@ import os
 import sys
 from pathlib import Path
 
+from doubles.made_once import made_once
+
 ENV = "LM_EVAL_EXT_TEST_ENV_REPORTS"
 MODULE = "torch.utils.collect_env"
 
@@ -53,19 +55,11 @@ class _OnImport(importlib.abc.MetaPathFinder):
 
 
 def _reuse(collect_env) -> None:
-    from filelock import FileLock
-
     make = collect_env.get_pretty_env_info
     key = hashlib.sha256(f"{sys.executable}\0{sys.prefix}".encode()).hexdigest()[:16]
     path = Path(os.environ[ENV]) / f"{key}.txt"
 
     def get_pretty_env_info() -> str:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with FileLock(f"{path}.lock"):
-            if not path.exists():
-                partial = path.with_suffix(".partial")
-                partial.write_text(make(), encoding="utf-8")
-                partial.replace(path)
-        return path.read_text(encoding="utf-8")
+        return made_once(path, lambda: make().encode()).decode()
 
     collect_env.get_pretty_env_info = get_pretty_env_info
