@@ -147,7 +147,8 @@ def isolated_data_env(tmp_path_factory):
         shared = shared.parent if os.environ.get("PYTEST_XDIST_WORKER") else shared  # every worker's parent
         mp.setenv(builtin_index.ENV, str(shared / "builtin_task_yamls.pickle"))
         mp.setenv(env_report.ENV, str(shared / "env_reports"))
-        env_report.install()  # for the in-process harness runs
+        builtin_index.install()  # in this process as in the ones it starts (tests/startup/sitecustomize.py)
+        env_report.install()
         yield
 
 
@@ -163,7 +164,9 @@ def _run_command(cmd, *, cwd, env: dict | None = None, timeout: float = 600, inp
                  fresh: bool = False):
     full_env = {**os.environ, **OFFLINE_ENV}
     full_env["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), full_env.get("PATH", "")])
-    paths = [str(TESTS_DIR), str(PROJECT_ROOT) if _FROM_CHECKOUT else None, full_env.get("PYTHONPATH")]
+    # tests/startup: the doubles' start-up hooks (its sitecustomize.py), in every process the command starts
+    paths = [str(TESTS_DIR / "startup"), str(TESTS_DIR), str(PROJECT_ROOT) if _FROM_CHECKOUT else None,
+             full_env.get("PYTHONPATH")]
     full_env["PYTHONPATH"] = os.pathsep.join(filter(None, paths))
     full_env.update(env or {})
     from helpers import preforked
@@ -193,17 +196,19 @@ def run_cli(tmp_path):
 
 
 def _listing_once(tmp_path_factory, name: str, with_tasks_dir: bool) -> subprocess.CompletedProcess:
-    """``lm_eval ls tasks`` (or, the start-up hook off, with ``--include_path`` of ``lm-eval-ext tasks-dir``), run
-    once per test run."""
+    """``lm_eval ls tasks``, run once per test run: as a user types it (without the suite's start-up,
+    tests/startup, so it parses the harness's built-in YAMLs itself), or with ``--include_path`` of ``lm-eval-ext
+    tasks-dir``, the plugin's start-up hook off, and the test run's parse of the built-in YAMLs."""
+    from doubles import builtin_index, env_report
     from helpers.once import built_once
 
     def build(directory: Path) -> Path:
-        cmd, env = ["lm_eval", "ls", "tasks"], None
+        cmd, env = ["lm_eval", "ls", "tasks"], {builtin_index.ENV: "", env_report.ENV: ""}
         if with_tasks_dir:
             tasks_dir = _run_command(["lm-eval-ext", "tasks-dir"], cwd=directory)
             assert tasks_dir.returncode == 0, tasks_dir.stderr
             cmd += ["--include_path", tasks_dir.stdout.strip()]
-            env = {"LM_EVAL_EXT_AUTOLOAD": "0"}  # the start-up hook off: the tasks come from --include_path alone
+            env = {"LM_EVAL_EXT_AUTOLOAD": "0"}  # the plugin's start-up hook off: its tasks come from --include_path
         proc = _run_command(cmd, cwd=directory, env=env)
         saved = directory / "listing.json"
         saved.write_text(json.dumps({"args": cmd, "returncode": proc.returncode, "stdout": proc.stdout,
@@ -215,8 +220,9 @@ def _listing_once(tmp_path_factory, name: str, with_tasks_dir: bool) -> subproce
 
 @pytest.fixture(scope="session")
 def plain_task_listing(tmp_path_factory) -> subprocess.CompletedProcess:
-    """``lm_eval ls tasks``: the plain harness, the plugin found through its start-up hook. Run once per test run
-    for every test that checks what it lists (it indexes the harness's ~14,700 built-in tasks); asserts nothing."""
+    """``lm_eval ls tasks``: the plain harness, the plugin found through its start-up hook, as a user types it (it
+    parses the harness's ~14,700 built-in task YAMLs itself). Run once per test run for every test that checks what
+    it lists; asserts nothing."""
     return _listing_once(tmp_path_factory, "lm_eval_ls_tasks", with_tasks_dir=False)
 
 

@@ -59,8 +59,6 @@ def harness_tests(tmp_path_factory) -> Path:
             (root / "tests").mkdir(exist_ok=True)
             (root / "tests" / name).write_bytes(archive.extractfile(members[name]).read())
     (root / "pytest.ini").write_text("[pytest]\n")  # the rootdir: neither the sdist's config nor this project's
-    # both runs reuse the test run's parse of the built-in task YAMLs (harness_env puts tests/ on the path)
-    (root / "conftest.py").write_text("from doubles import builtin_index\n\nbuiltin_index.install()\n")
     return root
 
 

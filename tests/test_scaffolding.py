@@ -171,9 +171,7 @@ def test_data_layer_isolated_in_tests_and_subprocesses(run_cli, tmp_path_factory
 
 ENV_REPORT_FIRST = """
 import json, sys
-from doubles import env_report
-env_report.install()
-assert "torch" not in sys.modules  # installing imports nothing of torch
+assert "torch" not in sys.modules  # the suite's start-up installed the hook, importing nothing of torch
 from lm_eval.loggers.utils import add_env_info
 from torch.utils import collect_env
 stored = {}
@@ -196,7 +194,8 @@ print(json.dumps(stored["pretty_env_info"]))
 
 
 def test_torchs_environment_report_is_made_once_per_run_and_reused(run_cli, tmp_path):
-    """doubles/env_report.py: the first process makes the report with torch's own function, the next reads it."""
+    """doubles/env_report.py: the first process makes the report with torch's own function (hooked by the suite's
+    start-up, tests/startup), the next reads it (hooked after torch's module was imported)."""
     from doubles import env_report
 
     env = {env_report.ENV: str(tmp_path / "reports")}
@@ -210,6 +209,37 @@ def test_torchs_environment_report_is_made_once_per_run_and_reused(run_cli, tmp_
     later = run_cli(["python", "-c", ENV_REPORT_LATER], env=env)
     assert later.returncode == 0, later.stderr[-3000:]
     assert json.loads(later.stdout.splitlines()[-1]) == report
+
+
+HOOKED = """
+import sys
+assert not {"torch", "lm_eval"} & set(sys.modules)  # the start-up imports neither
+import lm_eval.tasks._index, lm_eval.tasks.manager
+from torch.utils import collect_env
+print(*(getattr(f, "reused", False) for f in (lm_eval.tasks._index.load_yaml, lm_eval.tasks.manager.load_yaml,
+                                               collect_env.get_pretty_env_info)))
+"""
+
+
+def test_the_suites_start_up_hooks_every_process_it_starts_unless_turned_off(run_cli):
+    """tests/startup/sitecustomize.py, in a process run_cli starts: the harness's two YAML parsers read the test run's
+    parse of the built-in YAMLs, torch's environment report is the run's; with the variables empty, neither."""
+    from doubles import builtin_index, env_report
+
+    hooked = run_cli(["python", "-c", HOOKED])
+    assert hooked.returncode == 0 and hooked.stdout.split() == ["True"] * 3, hooked.stderr[-3000:]
+    plain = run_cli(["python", "-c", HOOKED], env={builtin_index.ENV: "", env_report.ENV: ""})
+    assert plain.returncode == 0 and plain.stdout.split() == ["False"] * 3, plain.stderr[-3000:]
+
+
+def test_a_listing_with_the_runs_parse_of_the_built_in_yamls_is_the_listing_as_typed(
+        plain_task_listing, plain_task_listing_with_tasks_dir):
+    """doubles/builtin_index.py changes nothing the harness makes of its YAMLs: ``lm_eval ls tasks`` as typed (the
+    harness parses every YAML itself) and with the test run's parse (the plugin's tasks from --include_path) print
+    the same table of ~14,700 tasks, groups and tags, each with its file and output type."""
+    assert plain_task_listing.returncode == plain_task_listing_with_tasks_dir.returncode == 0
+    assert len(plain_task_listing.stdout.splitlines()) > 14_000
+    assert plain_task_listing_with_tasks_dir.stdout == plain_task_listing.stdout
 
 
 REQUIRES_DATA_DEMO = """

@@ -109,10 +109,8 @@ def test_simple_evaluate_in_a_script(run_cli, data_dir, tmp_path):
     responses.write_text(json.dumps({"rules": [], "default": "an answer"}))
     script = (
         "import doubles, lm_eval\n"
-        "from doubles import builtin_index\n"
         "from lm_eval.tasks import TaskManager\n"
         "doubles.register()  # the scripted model, as a script of the user's would use a model of its own\n"
-        "builtin_index.install()  # the test run's parse of the built-in task YAMLs, as the doubles' commands\n"
         f"metadata = {{'judge': 'gpt4', 'judge_api_key_env': {KEY_ENV!r}}}\n"
         f"lm_eval.simple_evaluate(model='ext-canned-gen', model_args={{'responses': {str(responses)!r}}},\n"
         f"                       tasks=[{JUDGED!r}], limit=2, task_manager=TaskManager(metadata=metadata))\n"

@@ -2,12 +2,11 @@
 process, with the test doubles registered (they are not installed with the plugin).
 
 The commands run exactly as their console scripts do (``lm_eval.__main__.cli_evaluate``,
-``lm_eval_ext.cli.main``), with ``sys.argv[0]`` the command's name; the built-in task YAMLs' parses and torch's
-environment report are reused across the run's processes (doubles/builtin_index.py, doubles/env_report.py).
+``lm_eval_ext.cli.main``), with ``sys.argv[0]`` the command's name.
 """
 import sys
 
-from doubles import builtin_index, env_report, register
+from doubles import register
 
 COMMANDS = ("lm_eval", "lm-eval-ext")
 
@@ -16,8 +15,6 @@ def main() -> None:
     if len(sys.argv) < 2 or sys.argv[1] not in COMMANDS:
         sys.exit(f"usage: python -m doubles {{{','.join(COMMANDS)}}} ARGS...")
     register()
-    builtin_index.install()
-    env_report.install()
     sys.argv = sys.argv[1:]
     if sys.argv[0] == "lm_eval":
         from lm_eval.__main__ import cli_evaluate

@@ -9,11 +9,9 @@ deciding what is a task, a group or a tag, merging the plugin's and the user's d
 harness's code; only the built-in files' parse is reused, a fresh copy per call. YAMLs outside the harness's
 own directory (the plugin's tasks, a test's ``--include_path``) are parsed as usual.
 
-tests/conftest.py sets :data:`ENV` for the whole test run. ``python -m doubles ...`` processes use it, and so
-do both pytest processes of the harness's own tests (tests/test_harness_own_tests.py, through a conftest.py
-it writes beside them) and the ``simple_evaluate`` script of tests/test_user_errors.py, which imports the
-doubles already; the tests of the installed commands (``lm_eval``, ``lm-eval-ext``, the README's commands and
-script) run without it.
+tests/conftest.py sets :data:`ENV` for the whole test run and installs it in the pytest process; every process the
+suite starts installs it as it starts (tests/startup/sitecustomize.py), the installed commands too. The shared
+``lm_eval ls tasks`` runs with :data:`ENV` empty, as a user types it.
 """
 from __future__ import annotations
 
@@ -22,24 +20,33 @@ import pickle
 from pathlib import Path
 
 from doubles.made_once import made_once
+from doubles.on_import import on_import
 
 ENV = "LM_EVAL_EXT_TEST_BUILTIN_YAMLS"
+# The harness's modules that parse task YAMLs with the index's call: the index, and the task manager's listing
+# (``lm_eval ls tasks`` parses every task's file again for its output type). Both import the same private
+# function, ``lm_eval.tasks._yaml_loader.load_yaml``, on every supported harness version.
+MODULES = ("lm_eval.tasks._index", "lm_eval.tasks.manager")
+_parsed: dict[str, bytes] = {}  # this process's copy of the store, loaded when first needed
 
 
 def install() -> None:
-    """If :data:`ENV` is set, reuse the built-in YAMLs' parses in this process (the index's private parse
-    function, ``lm_eval.tasks._index.load_yaml``, the same on every supported harness version)."""
-    store = os.environ.get(ENV)
-    if not store:
-        return
-    from lm_eval.tasks import _index
+    """If :data:`ENV` is set, reuse the built-in YAMLs' parses in this process: now in those of :data:`MODULES`
+    imported already, else as soon as something imports them (installing imports nothing)."""
+    if os.environ.get(ENV):
+        for name in MODULES:
+            on_import(name, _reuse)
 
-    root = Path(_index.__file__).parent
-    parse = _index.load_yaml
-    parsed = _load_or_build(Path(store), root, parse)
+
+def _reuse(module) -> None:
+    parse = module.load_yaml
+    if getattr(parse, "reused", False):  # installed twice in this process
+        return
 
     def load_yaml(path, *, resolve_func=True, recursive=True, **kwargs):
-        blob = parsed.get(str(path)) if not resolve_func and recursive and not kwargs else None
+        if not _parsed:
+            _parsed.update(_load_or_build(Path(os.environ[ENV]), Path(module.__file__).parent, parse))
+        blob = _parsed.get(str(path)) if not resolve_func and recursive and not kwargs else None
         if blob is None:
             return parse(path, resolve_func=resolve_func, recursive=recursive, **kwargs)
         ok, value = pickle.loads(blob)
@@ -47,7 +54,8 @@ def install() -> None:
             raise value
         return value
 
-    _index.load_yaml = load_yaml
+    load_yaml.reused = True
+    module.load_yaml = load_yaml
 
 
 def _load_or_build(store: Path, root: Path, parse) -> dict[str, bytes]:

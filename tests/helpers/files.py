@@ -13,6 +13,7 @@ from . import preforked
 OFFLINE = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 TESTS = PROJECT_ROOT / "tests"
+STARTUP = TESTS / "startup"  # the doubles' start-up hooks (its sitecustomize.py), first on a subprocess's PYTHONPATH
 FIXTURES = TESTS / "fixtures"
 
 

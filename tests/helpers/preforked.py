@@ -11,7 +11,7 @@ before the fork. The server freezes its objects (``gc.freeze``) before it forks:
 leave the preloaded objects, and the memory pages they share with the server, untouched.
 
 A few environment variables are read when those libraries are imported (the Hugging Face and torch settings,
-``PYTHONPATH``, ``HOME``, the plugin's start-up switch): a command whose values of them differ gets a server of
+``PYTHONPATH``, ``HOME``, the plugin's start-up switch, those of tests/startup): a command whose values of them differ gets a server of
 its own (of the two a pytest process keeps, the one used longest ago makes way). Every other command (the
 installed ``lm_eval`` and ``lm-eval-ext`` a user types, ``torchrun``, a script) starts a fresh interpreter, as
 do commands the tests signal or kill (they use ``subprocess.Popen``).
@@ -30,6 +30,8 @@ import tempfile
 import threading
 from pathlib import Path
 
+from doubles import builtin_index, env_report
+
 # The third-party modules harness commands import, by name: transformers loads its parts lazily, so the parts a
 # model load needs (the tiny model is a Llama) are named too. Measured: a forked `--model hf` run of lieder_base
 # took 6.3-9.5 s of CPU time with only the top-level packages preloaded, 3.4-3.7 s with these and gc.freeze; a
@@ -42,7 +44,8 @@ PRELOAD = ("torch", "torch.distributed.tensor", "transformers", "transformers.mo
 # Variables the preloaded libraries (or the interpreter) read at start-up: a server serves one set of values.
 STARTUP_PREFIXES = ("PYTHON", "HF_", "HUGGINGFACE", "TRANSFORMERS", "TORCH", "PYTORCH", "CUDA", "OMP_", "MKL_",
                     "OPENBLAS_", "KMP_", "TOKENIZERS_", "XDG_", "LD_", "LC_")
-STARTUP_NAMES = {"HOME", "LANG", "TMPDIR", "LM_EVAL_EXT_AUTOLOAD", "PREFORKED_PRELOAD"}
+STARTUP_NAMES = {"HOME", "LANG", "TMPDIR", "LM_EVAL_EXT_AUTOLOAD", "PREFORKED_PRELOAD",
+                 builtin_index.ENV, env_report.ENV}  # the suite's start-up hooks (tests/startup) read these two
 # torch sets this one in its own process, to the default its children would compute, once inductor looks for its cache
 NOT_STARTUP = {"TORCHINDUCTOR_CACHE_DIR"}
 MAX_SERVERS = 2  # per pytest process: each holds the libraries in memory (about 0.6 GB)

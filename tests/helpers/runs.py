@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import preforked
-from .files import OFFLINE, PROJECT_ROOT, TESTS
+from .files import OFFLINE, PROJECT_ROOT, STARTUP, TESTS
 
 BIN = Path(sys.executable).parent
 
@@ -19,8 +19,8 @@ def harness_env(extra: dict | None = None) -> dict:
     variables, plus ``extra`` (whose PYTHONPATH, e.g. a stand-in package, goes first)."""
     extra = dict(extra or {})
     env = {**os.environ, **OFFLINE, "PATH": os.pathsep.join([str(BIN), os.environ.get("PATH", "")])}
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [extra.pop("PYTHONPATH", None), str(TESTS), str(PROJECT_ROOT),
-                                                      env.get("PYTHONPATH")]))
+    paths = [extra.pop("PYTHONPATH", None), str(STARTUP), str(TESTS), str(PROJECT_ROOT), env.get("PYTHONPATH")]
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, paths))
     return {**env, **extra}
 
 
