@@ -19,8 +19,8 @@ import shutil
 import sys
 
 from ..answers import SavedAnswersError, load
-from ..models.replay import NAME as REPLAY
-from ..models.replay import OWN_ARGS
+from ..models import NAME as REPLAY
+from ..models import OWN_ARGS
 
 REPLACED = {"--model", "--model_args", "-a", "--tasks", "-t"}
 

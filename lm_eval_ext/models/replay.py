@@ -15,10 +15,7 @@ from __future__ import annotations
 from lm_eval.api.model import LM
 
 from ..answers import SavedAnswersError, load
-
-NAME = "ext-replay"
-# this model's own arguments; every other model argument is the replayed model's
-OWN_ARGS = ("answers", "replayed_model")
+from . import NAME, OWN_ARGS
 
 
 class ReplayLM(LM):

@@ -4,8 +4,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from scipy.stats import binomtest
-
 
 @dataclass(frozen=True)
 class PairedTest:
@@ -35,6 +33,8 @@ def paired_exact_test(before: Sequence[float], after: Sequence[float]) -> Paired
     discordant = up + down
     if discordant == 0:
         return PairedTest(len(before), 0, 0, len(before), 1.0, 1.0)
+    from scipy.stats import binomtest  # here: importing scipy.stats takes over a second, and most commands need none
+
     return PairedTest(
         n=len(before),
         up=up,
