@@ -20,7 +20,6 @@ from pathlib import Path
 import pytest
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
-TESTS_DIR = PROJECT_ROOT / "tests"
 pytest_plugins = ["pytester"]  # test_scaffolding runs small sessions with this conftest
 
 # Test the checkout even when the package is not installed. When it is
@@ -38,14 +37,6 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 # The harness hands a metric name it does not know (a toy task's, on purpose) to `evaluate.load`, which without
 # a network tries the Hub for about 3 s before it gives up; offline it gives up at once, with the same error.
 os.environ.setdefault("HF_EVALUATE_OFFLINE", "1")
-
-# Subprocesses started by run_cli get these on top of the current environment.
-OFFLINE_ENV = {
-    "HF_HUB_OFFLINE": "1",
-    "HF_DATASETS_OFFLINE": "1",
-    "TRANSFORMERS_OFFLINE": "1",
-    "TOKENIZERS_PARALLELISM": "false",
-}
 
 
 @pytest.fixture(scope="session")
@@ -162,16 +153,10 @@ def data_dir() -> Path:
 
 def _run_command(cmd, *, cwd, env: dict | None = None, timeout: float = 600, input: str | None = None,
                  fresh: bool = False):
-    full_env = {**os.environ, **OFFLINE_ENV}
-    full_env["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), full_env.get("PATH", "")])
-    # tests/startup: the doubles' start-up hooks (its sitecustomize.py), in every process the command starts
-    paths = [str(TESTS_DIR / "startup"), str(TESTS_DIR), str(PROJECT_ROOT) if _FROM_CHECKOUT else None,
-             full_env.get("PYTHONPATH")]
-    full_env["PYTHONPATH"] = os.pathsep.join(filter(None, paths))
-    full_env.update(env or {})
     from helpers import preforked
+    from helpers.files import subprocess_env
 
-    return preforked.run(cmd, cwd=cwd, env=full_env, input=input, timeout=timeout, fresh=fresh)
+    return preforked.run(cmd, cwd=cwd, env=subprocess_env(env), input=input, timeout=timeout, fresh=fresh)
 
 
 @pytest.fixture
@@ -181,11 +166,10 @@ def run_cli(tmp_path):
     A ``python -m doubles`` command (``[*LM_EVAL, ...]``) is forked from a process with the heavy libraries
     imported (helpers/preforked.py) unless ``fresh=True``; any other command starts as usual.
 
-    The subprocess gets the current environment plus :data:`OFFLINE_ENV`, this
-    interpreter's bin dir first on ``PATH`` (so ``lm_eval`` and ``lm-eval-ext``
-    are this venv's), ``tests/`` on ``PYTHONPATH`` (for ``python -m doubles``) and the checkout too when
-    the package is not installed, and ``cwd`` = a fresh tmp dir unless given. stdout/stderr are
-    captured as text. Usage: ``run_cli(["lm_eval", "--help"], env={...}, timeout=300)``.
+    The subprocess gets ``helpers.files.subprocess_env(env)`` (the offline variables, this venv's ``lm_eval`` and
+    ``lm-eval-ext`` first on ``PATH``, the suite's start-up and ``python -m doubles`` importable), and ``cwd`` = a
+    fresh tmp dir unless given. stdout/stderr are captured as text.
+    Usage: ``run_cli(["lm_eval", "--help"], env={...}, timeout=300)``.
     """
 
     def run(cmd, *, env: dict | None = None, cwd=None, timeout: float = 600, input: str | None = None,

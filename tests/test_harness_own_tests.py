@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers.runs import harness_env
+from helpers.files import subprocess_env
 
 HARNESS_TEST_FILES = ("test_task_manager.py", "test_registry.py", "test_cli_subcommands.py")
 # test id -> why the plugin changes its outcome (docs/architecture.md, "The harness's own tests")
@@ -34,7 +34,7 @@ UNREACHABLE = ("NewConnectionError", "Could not fetch URL", "Temporary failure i
 
 
 def _run(cmd: list, cwd: Path, env: dict | None = None, timeout: float = 3600) -> subprocess.CompletedProcess:
-    return subprocess.run([str(c) for c in cmd], cwd=cwd, env=harness_env(env), capture_output=True, text=True,
+    return subprocess.run([str(c) for c in cmd], cwd=cwd, env=subprocess_env(env), capture_output=True, text=True,
                           timeout=timeout)
 
 
@@ -67,7 +67,7 @@ def _start(root: Path, label: str, env: dict) -> tuple[subprocess.Popen, Path]:
     report = root / f"{label}.xml"
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-c", str(root / "pytest.ini"),
            "--rootdir", str(root), f"--junitxml={report}", *(str(root / "tests" / n) for n in HARNESS_TEST_FILES)]
-    proc = subprocess.Popen(cmd, cwd=root, env=harness_env(env), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    proc = subprocess.Popen(cmd, cwd=root, env=subprocess_env(env), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True)
     return proc, report
 

@@ -22,7 +22,7 @@ import pytest
 from doubles import LM_EVAL, LM_EVAL_EXT
 from doubles.stub_openai import StubOpenAIServer
 from helpers.judge import answering_the_probe, judge_calls
-from helpers.runs import harness_env
+from helpers.files import subprocess_env
 
 KEY_ENV = "LMX_INTERRUPT_KEY"
 KEY = "sk-interrupt-test-key-0123456789abcdef"
@@ -65,7 +65,7 @@ def _ctrl_c_as_at_a_terminal() -> None:
 
 def _interrupted(tmp_path: Path, program: list[str], signum: int, srv) -> tuple[int, str]:
     """Run ``program`` until the stub has seen a judge call, send ``signum``; the exit status and stderr."""
-    env = harness_env({KEY_ENV: KEY})
+    env = subprocess_env({KEY_ENV: KEY})
     log = tmp_path / "stderr.txt"
     with log.open("w") as stderr:
         proc = subprocess.Popen(_command(tmp_path, program, srv), env=env, cwd=tmp_path, stdout=subprocess.DEVNULL,

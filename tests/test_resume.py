@@ -21,7 +21,7 @@ import pytest
 from doubles import LM_EVAL, LM_EVAL_EXT
 from doubles.stub_openai import StubOpenAIServer
 from helpers.judge import answering_the_probe, is_probe, judge_calls
-from helpers.runs import harness_env
+from helpers.files import subprocess_env
 
 pytestmark = pytest.mark.slow
 
@@ -75,7 +75,7 @@ def _generations(tmp_path: Path) -> int:
 
 def test_judging_killed_midway_is_finished_by_resume(run_cli, data_dir, tmp_path):
     flags, answers = _setup(tmp_path)
-    env = harness_env({KEY_ENV: KEY})
+    env = subprocess_env({KEY_ENV: KEY})
     with StubOpenAIServer(responder=answering_the_probe(scores), models=(), delay_s=0.5) as srv:
         proc = subprocess.Popen([*LM_EVAL_EXT, "run", *flags, *_metadata(srv, tmp_path, answers)], env=env, cwd=tmp_path,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)

@@ -5,8 +5,8 @@ None of this ships in the wheel; the test suite registers the scripted models wi
 - in the pytest process: ``tests/conftest.py`` calls :func:`register` at start-up;
 - in subprocesses: ``python -m doubles lm_eval run ...`` / ``python -m doubles lm-eval-ext run ...``
   (``doubles/__main__.py``) registers them, then runs the command, so under ``torchrun`` too
-  (``torchrun ... -m doubles lm_eval run ...``). ``tests/`` must be on ``PYTHONPATH`` (``run_cli`` and
-  ``helpers.runs.harness_env`` put it there).
+  (``torchrun ... -m doubles lm_eval run ...``). ``tests/`` must be on ``PYTHONPATH``
+  (``helpers.files.subprocess_env``, which ``run_cli`` uses, puts it there).
 
 docs/testing.md describes each double.
 """

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import csv
+import importlib.metadata
 import json
 import os
 import sys
@@ -13,8 +14,31 @@ from . import preforked
 OFFLINE = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 TESTS = PROJECT_ROOT / "tests"
-STARTUP = TESTS / "startup"  # the doubles' start-up hooks (its sitecustomize.py), first on a subprocess's PYTHONPATH
+STARTUP = TESTS / "startup"  # the suite's start-up hooks (its sitecustomize.py), first on a subprocess's PYTHONPATH
 FIXTURES = TESTS / "fixtures"
+
+
+def subprocess_env(extra: dict | None = None) -> dict:
+    """The environment of a process a test starts: this one's, the offline variables, this venv's bin first on
+    ``PATH``, and on ``PYTHONPATH`` the suite's start-up (tests/startup), ``tests/`` (for ``python -m doubles``) and the
+    checkout when the plugin is not installed (an installed copy, e.g. CI's wheel, is left in charge); then ``extra``,
+    whose ``PYTHONPATH`` (e.g. a stand-in package) goes first. Every command of the suite gets the same start-up
+    variables, so they share the preforked servers (helpers/preforked.py)."""
+    extra = dict(extra or {})
+    env = {**os.environ, **OFFLINE}
+    env["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])
+    paths = [extra.pop("PYTHONPATH", None), str(STARTUP), str(TESTS), None if _installed() else str(PROJECT_ROOT),
+             env.get("PYTHONPATH")]
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, paths))
+    return {**env, **extra}
+
+
+def _installed() -> bool:
+    try:
+        importlib.metadata.distribution("lm-eval-ext")
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    return True
 
 
 def harness(out: Path, model: str, model_args: str, tasks: str, *extra: str, timeout: float = 600,
@@ -22,12 +46,9 @@ def harness(out: Path, model: str, model_args: str, tasks: str, *extra: str, tim
     """Run ``lm-eval-ext run`` (with the test doubles) in a subprocess with --output_path out --log_samples; return out."""
     from doubles import LM_EVAL_EXT
 
-    env = {**os.environ, **OFFLINE, **(env or {}),
-           "PATH": os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])}
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(TESTS), str(PROJECT_ROOT), env.get("PYTHONPATH")]))
     cmd = [*LM_EVAL_EXT, "run", "--model", model, "--model_args", model_args, "--tasks", tasks,
            "--output_path", str(out), "--log_samples", *extra]
-    proc = preforked.run(cmd, env=env, timeout=timeout)
+    proc = preforked.run(cmd, env=subprocess_env(env), timeout=timeout)
     assert proc.returncode == 0, f"{' '.join(cmd)} failed:\n{proc.stderr[-4000:]}"
     return out
 

@@ -3,25 +3,14 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from . import preforked
-from .files import OFFLINE, PROJECT_ROOT, STARTUP, TESTS
+from .files import subprocess_env
 
 BIN = Path(sys.executable).parent
-
-
-def harness_env(extra: dict | None = None) -> dict:
-    """This environment with this venv first on PATH, the checkout and the test doubles importable and the offline
-    variables, plus ``extra`` (whose PYTHONPATH, e.g. a stand-in package, goes first)."""
-    extra = dict(extra or {})
-    env = {**os.environ, **OFFLINE, "PATH": os.pathsep.join([str(BIN), os.environ.get("PATH", "")])}
-    paths = [extra.pop("PYTHONPATH", None), str(STARTUP), str(TESTS), str(PROJECT_ROOT), env.get("PYTHONPATH")]
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, paths))
-    return {**env, **extra}
 
 
 def lm_eval_run(args: list, cwd: Path, processes: int = 1, env: dict | None = None, timeout: float = 900,
@@ -36,7 +25,7 @@ def lm_eval_run(args: list, cwd: Path, processes: int = 1, env: dict | None = No
     launcher = list(command) if processes == 1 else [
         str(BIN / "torchrun"), "--standalone", "--nproc_per_node", str(processes), *command[1:]]
     cmd = [*launcher, "run", *map(str, args), "--output_path", "out", "--log_samples"]
-    proc = preforked.run(cmd, cwd=cwd, env=harness_env({"OMP_NUM_THREADS": "1", **(env or {})}), timeout=timeout)
+    proc = preforked.run(cmd, cwd=cwd, env=subprocess_env({"OMP_NUM_THREADS": "1", **(env or {})}), timeout=timeout)
     assert proc.returncode == 0, f"{' '.join(cmd)} failed:\n{proc.stderr[-6000:]}"
     return cwd / "out"
 

@@ -1,8 +1,8 @@
 """Start-up of every process the suite starts: the doubles' reuse of work the test run does once.
 
-Python imports ``sitecustomize`` as it starts, from the first folder of ``sys.path`` that has one; ``run_cli`` and
-``helpers.runs.harness_env`` put this folder first on ``PYTHONPATH``. In a process of the test run (tests/conftest.py
-sets the variables they read), the harness's built-in task YAMLs are parsed once per test run
+Python imports ``sitecustomize`` as it starts, from the first folder of ``sys.path`` that has one; every process the
+suite starts gets this folder first on ``PYTHONPATH`` (``helpers.files.subprocess_env``). In a process of the test
+run (tests/conftest.py sets the variables they read), the harness's built-in task YAMLs are parsed once per test run
 (doubles/builtin_index.py) and torch's environment report is made once per interpreter (doubles/env_report.py). Both
 hooks wait for the module they patch to be imported: a process that never imports the harness or torch (pip, a
 venv's creation, ``lm-eval-ext report``) runs as it would without them. Then any other ``sitecustomize`` on the
