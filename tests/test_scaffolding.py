@@ -213,23 +213,31 @@ def test_torchs_environment_report_is_made_once_per_run_and_reused(run_cli, tmp_
 
 HOOKED = """
 import sys
+from pathlib import Path
 assert not {"torch", "lm_eval"} & set(sys.modules)  # the start-up imports neither
-import lm_eval.tasks._index, lm_eval.tasks.manager
+import lm_eval.tasks._index, lm_eval.tasks._yaml_loader, lm_eval.tasks.manager
 from torch.utils import collect_env
+from doubles import builtin_index
 print(*(getattr(f, "reused", False) for f in (lm_eval.tasks._index.load_yaml, lm_eval.tasks.manager.load_yaml,
                                                collect_env.get_pretty_env_info)))
+built_in = Path(lm_eval.tasks._index.__file__).parent / "hellaswag" / "hellaswag.yaml"
+parsed = lm_eval.tasks._index.load_yaml(built_in, resolve_func=False)
+print(len(builtin_index._parsed) > 10_000, parsed == lm_eval.tasks._yaml_loader.load_yaml(built_in, resolve_func=False))
 """
 
 
 def test_the_suites_start_up_hooks_every_process_it_starts_unless_turned_off(run_cli):
     """tests/startup/sitecustomize.py, in a process run_cli starts: the harness's two YAML parsers read the test run's
-    parse of the built-in YAMLs, torch's environment report is the run's; with the variables empty, neither."""
+    parse of the built-in YAMLs (the same dict as the harness's own parse), torch's environment report is the run's;
+    with the variables empty, neither."""
     from doubles import builtin_index, env_report
 
     hooked = run_cli(["python", "-c", HOOKED])
-    assert hooked.returncode == 0 and hooked.stdout.split() == ["True"] * 3, hooked.stderr[-3000:]
+    assert hooked.returncode == 0, hooked.stderr[-3000:]
+    assert hooked.stdout.split() == ["True"] * 5  # hooked; a built-in file read from the run's parse, as parsed
     plain = run_cli(["python", "-c", HOOKED], env={builtin_index.ENV: "", env_report.ENV: ""})
-    assert plain.returncode == 0 and plain.stdout.split() == ["False"] * 3, plain.stderr[-3000:]
+    assert plain.returncode == 0, plain.stderr[-3000:]
+    assert plain.stdout.split() == ["False"] * 4 + ["True"]
 
 
 def test_a_listing_with_the_runs_parse_of_the_built_in_yamls_is_the_listing_as_typed(

@@ -43,10 +43,14 @@ def _reuse(module) -> None:
     if getattr(parse, "reused", False):  # installed twice in this process
         return
 
+    root = Path(module.__file__).parent
+
     def load_yaml(path, *, resolve_func=True, recursive=True, **kwargs):
-        if not _parsed:
-            _parsed.update(_load_or_build(Path(os.environ[ENV]), Path(module.__file__).parent, parse))
-        blob = _parsed.get(str(path)) if not resolve_func and recursive and not kwargs else None
+        blob = None
+        if not resolve_func and recursive and not kwargs and str(path).startswith(f"{root}{os.sep}"):
+            if not _parsed:  # the first built-in file this process asks for (the plugin's own do not need them)
+                _parsed.update(_load_or_build(Path(os.environ[ENV]), root, parse))
+            blob = _parsed.get(str(path))
         if blob is None:
             return parse(path, resolve_func=resolve_func, recursive=recursive, **kwargs)
         ok, value = pickle.loads(blob)
