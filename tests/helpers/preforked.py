@@ -11,10 +11,10 @@ before the fork. The server freezes its objects (``gc.freeze``) before it forks:
 leave the preloaded objects, and the memory pages they share with the server, untouched.
 
 A few environment variables are read when those libraries are imported (the Hugging Face and torch settings,
-``PYTHONPATH``, ``HOME``, the plugin's start-up switch, those of tests/startup): a command whose values of them differ gets a server of
-its own (of the two a pytest process keeps, the one used longest ago makes way). Every other command (the
-installed ``lm_eval`` and ``lm-eval-ext`` a user types, ``torchrun``, a script) starts a fresh interpreter, as
-do commands the tests signal or kill (they use ``subprocess.Popen``).
+``PYTHONPATH``, ``HOME``, the plugin's start-up switch, those of tests/startup): a command whose values of them differ
+gets a server of its own (of the two a pytest process keeps, the one used longest ago makes way). Every other
+command (the installed ``lm_eval`` and ``lm-eval-ext`` a user types, ``torchrun``, a script) starts a fresh
+interpreter, as do commands the tests signal or kill (they use ``subprocess.Popen``).
 """
 from __future__ import annotations
 
