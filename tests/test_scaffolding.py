@@ -331,7 +331,7 @@ def _table(tmp_path, default=None, drop=()):
 
 
 @pytest.mark.slow
-def test_a_doubles_command_forked_from_the_preloaded_server_ends_as_a_fresh_one(run_cli, tmp_path):
+def test_a_doubles_command_forked_from_the_preloaded_server_ends_as_a_fresh_one(run_cli, tmp_path, monkeypatch):
     """helpers/preforked.py: the same exit status, output and last line of a traceback as a fresh interpreter."""
     from doubles import LM_EVAL, LM_EVAL_EXT
     from helpers import preforked
@@ -354,12 +354,19 @@ def test_a_doubles_command_forked_from_the_preloaded_server_ends_as_a_fresh_one(
         assert forked.stderr.splitlines()[-1:] == fresh.stderr.splitlines()[-1:], command
         assert ("Traceback" in forked.stderr) == ("Traceback" in fresh.stderr), command
     # commands whose start-up variables differ each get a server, more of them than a worker keeps (servers that
-    # preload nothing: what they import does not matter here)
-    for n in range(preforked.MAX_SERVERS + 1):
-        served = preforked.served
-        proc = run_cli([*LM_EVAL_EXT, "--version"], env={"HF_HOME": str(tmp_path / f"hf{n}"), "PREFORKED_PRELOAD": ""})
-        assert proc.returncode == 0 and preforked.served == served + 1, n
-    assert len(preforked._servers) == preforked.MAX_SERVERS
+    # preload nothing: what they import does not matter here), in a pool of their own: the worker's servers stay
+    # for the tests after this one instead of being started again
+    monkeypatch.setattr(preforked, "_servers", {})
+    try:
+        for n in range(preforked.MAX_SERVERS + 1):
+            served = preforked.served
+            env = {"HF_HOME": str(tmp_path / f"hf{n}"), "PREFORKED_PRELOAD": ""}
+            proc = run_cli([*LM_EVAL_EXT, "--version"], env=env)
+            assert proc.returncode == 0 and preforked.served == served + 1, n
+        assert len(preforked._servers) == preforked.MAX_SERVERS
+    finally:
+        for server in preforked._servers.values():
+            server.stop()
 
 
 def test_loglik_table_gives_the_scripted_accuracy(tmp_path):
