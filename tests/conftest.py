@@ -10,7 +10,6 @@ them only through ``$LM_EVAL_EXT_DATA_DIR`` and are skipped, with one reason, wh
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -18,15 +17,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers.files import PLUGIN_INSTALLED, PROJECT_ROOT
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
 pytest_plugins = ["pytester"]  # test_scaffolding runs small sessions with this conftest
 
-# Test the checkout even when the package is not installed. When it is
-# installed (e.g. `pip install .`), the installed copy is left in charge, so a
-# wheel test is not silently shadowed by the source tree.
-_FROM_CHECKOUT = importlib.util.find_spec("lm_eval_ext") is None
-if _FROM_CHECKOUT:
+if not PLUGIN_INSTALLED:  # test the checkout (helpers.files says why an installed copy stays in charge)
     sys.path.insert(0, str(PROJECT_ROOT))
 
 # One torch thread per process (a user's own setting wins): pytest-xdist already runs a worker per core, and

@@ -10,10 +10,10 @@ def made_once(path: Path, make: Callable[[], bytes]) -> bytes:
     lock, so the others wait for it); a process stopped midway leaves no partial file there."""
     from filelock import FileLock
 
+    from lm_eval_ext.atomic_write import atomic_write_bytes
+
     path.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(f"{path}.lock"):
         if not path.exists():
-            partial = path.with_suffix(".partial")
-            partial.write_bytes(make())
-            partial.replace(path)
+            atomic_write_bytes(path, make())
     return path.read_bytes()

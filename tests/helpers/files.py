@@ -18,6 +18,19 @@ STARTUP = TESTS / "startup"  # the suite's start-up hooks (its sitecustomize.py)
 FIXTURES = TESTS / "fixtures"
 
 
+def _installed() -> bool:
+    try:
+        importlib.metadata.distribution("lm-eval-ext")
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    return True
+
+
+# Installed (e.g. CI's wheel, or an editable install): the installed copy is left in charge, so a wheel test is not
+# silently shadowed by the source tree. Otherwise the tests and the processes they start import the checkout.
+PLUGIN_INSTALLED = _installed()
+
+
 def subprocess_env(extra: dict | None = None) -> dict:
     """The environment of a process a test starts: this one's, the offline variables, this venv's bin first on
     ``PATH``, and on ``PYTHONPATH`` the suite's start-up (tests/startup), ``tests/`` (for ``python -m doubles``) and the
@@ -27,18 +40,10 @@ def subprocess_env(extra: dict | None = None) -> dict:
     extra = dict(extra or {})
     env = {**os.environ, **OFFLINE}
     env["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])
-    paths = [extra.pop("PYTHONPATH", None), str(STARTUP), str(TESTS), None if _installed() else str(PROJECT_ROOT),
+    paths = [extra.pop("PYTHONPATH", None), str(STARTUP), str(TESTS), None if PLUGIN_INSTALLED else str(PROJECT_ROOT),
              env.get("PYTHONPATH")]
     env["PYTHONPATH"] = os.pathsep.join(filter(None, paths))
     return {**env, **extra}
-
-
-def _installed() -> bool:
-    try:
-        importlib.metadata.distribution("lm-eval-ext")
-    except importlib.metadata.PackageNotFoundError:
-        return False
-    return True
 
 
 def harness(out: Path, model: str, model_args: str, tasks: str, *extra: str, timeout: float = 600,
