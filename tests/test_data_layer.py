@@ -240,7 +240,7 @@ def test_elitr_zips_use_zipcrypto_not_aes(mirror):
     assert info.flag_bits & 0x1 and info.compress_type != 99
 
 
-def test_mirror_file_with_wrong_checksum_is_rejected(data_dir, tmp_path, monkeypatch):
+def test_mirror_file_with_wrong_checksum_is_rejected(data_dir, tmp_path, monkeypatch, capsys):
     bad = tmp_path / "mirror" / "lieder" / LIEDER_BASE
     bad.parent.mkdir(parents=True)
     shutil.copy(data_dir / "lieder" / LIEDER_BASE, bad)
@@ -254,7 +254,14 @@ def test_mirror_file_with_wrong_checksum_is_rejected(data_dir, tmp_path, monkeyp
     message = str(err.value)
     assert str(bad) in message and expected in message and actual in message
     assert "lm-eval-ext data fetch lieder" in message
+    capsys.readouterr()
     assert _cli("verify", "lieder") == 1
+    out, err = capsys.readouterr()
+    assert f"MISMATCH (mirror): {bad}: expected sha256 {expected}, got {actual}" in out.splitlines()
+    total = len(dataset_files("lieder"))
+    assert f"lieder: 0 ok, 1 mismatched, {total - 1} missing" in out.splitlines()  # the mirror holds that file only
+    assert err == ("1 file(s) of lieder do not match the registry: replace them (`lm-eval-ext data fetch lieder` "
+                   "after deleting a bad cache copy).\n")
 
 
 def test_explicit_path_wins_over_mirror(mirror, tmp_path):

@@ -106,11 +106,14 @@ def test_a_gold_query_over_budget_is_retried_then_counted_apart_from_gold_errors
     assert len(kept) == len(golds) - over and not missing
 
 
+BUDGET = 1_000_000  # SQLite instructions per query in the task runs below
+
+
 def _task_rules(data_dir: Path) -> tuple[list[dict], dict[str, bool]]:
-    """Answers for magnifico_direct_base (maximum): the gold rows behind a recursive count of 200,000 rows
-    (3.2 million instructions: with the gold query, 80-90% of the budget of 4 million below, so a clock
-    set by an idle machine's speed would cut them on a loaded one) or 300,000 (4.8 million: over the
-    budget), alternately; which one each item got."""
+    """Answers for magnifico_direct_base (maximum): the gold rows behind a recursive count of 50,000 rows
+    (0.8 million instructions: with the gold query, at most 0.1 million on this task, 80-90% of the budget of
+    1 million below, so a clock set by an idle machine's speed would cut them on a loaded one) or 75,000
+    (1.2 million: over the budget), alternately; which one each item got."""
     rules, heavy = [], {}
     path = data_dir / "magnifico" / "magnifico_data" / "maximum" / "baseline" / "test.tsv"
     with open(path, encoding="utf-8", newline="") as handle:
@@ -118,11 +121,11 @@ def _task_rules(data_dir: Path) -> tuple[list[dict], dict[str, bool]]:
             text = row["Question"].split(" | ")[0].split(":", 1)[1].strip()
             if text in heavy:  # a question asked twice: the first rule answers both
                 continue
-            rows = 300_000 if i % 2 else 200_000
+            rows = 75_000 if i % 2 else 50_000
             gold = row["Parse"].strip().rstrip(";")  # a few gold queries end with ';', not allowed in a subquery
             answer = f"* FROM ({gold}) WHERE ({_counted(rows)}) = {rows}"
             rules.append({"contains": f"\n-- {text}\nSELECT", "response": answer})
-            heavy[text] = rows == 300_000
+            heavy[text] = rows == 75_000
     return rules, heavy
 
 
@@ -130,7 +133,8 @@ def _run_task(run_cli, tmp_path: Path, name: str, responses: Path) -> list[dict]
     out = tmp_path / name
     proc = run_cli([*LM_EVAL_EXT, "run", "--model", "ext-canned-gen", "--model_args", f"responses={responses}",
                     "--tasks", "magnifico_direct_base", "--confirm_run_unsafe_code", "--metadata",
-                    json.dumps({"interpretations": "maximum", "budget": 4000000}), "--output_path", str(out), "--log_samples"],
+                    json.dumps({"interpretations": "maximum", "budget": BUDGET}), "--output_path", str(out),
+                    "--log_samples"],
                    timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
     (samples_file,) = out.rglob("samples_magnifico_direct_base_*.jsonl")
@@ -160,6 +164,6 @@ def test_the_same_task_scores_the_same_on_an_idle_and_a_loaded_machine(run_cli, 
     # both outcomes occur: the light answers finish (EX 1), the heavy ones are cut by the budget (EX 0)
     outcomes = {(heavy[s["doc"]["text"]], json.loads(s["filtered_resps"][0])["ex"]) for s in idle}
     assert outcomes == {(False, 1), (True, 0)}
-    assert all("budget of 4000000" in json.loads(s["filtered_resps"][0])["error"]
+    assert all(f"budget of {BUDGET}" in json.loads(s["filtered_resps"][0])["error"]
                for s in idle if heavy[s["doc"]["text"]])
 
