@@ -45,7 +45,8 @@ def _each_dataset(names: list[str], summary: Callable[[str, list[str]], str]) ->
                 print(f"spider databases: {spider_database_dir()}")
             except DataError as err:
                 print(f"spider databases: not available. {err}")
-    shown = list(dict.fromkeys(problems))[:5]  # the members of one unreadable archive share one message
+    # fetch: a problem per file, the members of one unreadable archive sharing one message; verify: one per dataset
+    shown = list(dict.fromkeys(problems))[:5]
     for message in shown:
         print(message, file=sys.stderr)
     if len(problems) > len(shown):

@@ -47,9 +47,9 @@ STARTUP_PREFIXES = ("PYTHON", "HF_", "HUGGINGFACE", "TRANSFORMERS", "TORCH", "PY
 STARTUP_NAMES = {"HOME", "LANG", "TMPDIR", "LM_EVAL_EXT_AUTOLOAD", "PREFORKED_PRELOAD",
                  builtin_index.ENV, env_report.ENV}  # the suite's start-up hooks (tests/startup) read these two
 # Set by a library in its own process, as the command would set it: torch the inductor cache folder (to the default
-# its children would compute), scikit-learn KMP_DUPLICATE_LIB_OK (os.environ.setdefault at import; only Intel's OpenMP
-# runtime reads it, when a second copy of itself loads). Keyed on, a pytest worker that imported scikit-learn would
-# start a second server for the same commands.
+# its children would compute), scikit-learn KMP_DUPLICATE_LIB_OK (os.environ.setdefault at import; only the Intel and
+# LLVM OpenMP runtimes read it, when a second copy of one loads). Keyed on, a pytest worker that imported scikit-learn
+# would start a second server for the same commands.
 NOT_STARTUP = {"TORCHINDUCTOR_CACHE_DIR", "KMP_DUPLICATE_LIB_OK"}
 MAX_SERVERS = 2  # per pytest process: each holds the libraries in memory (about 0.6 GB)
 
