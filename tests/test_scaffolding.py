@@ -369,6 +369,20 @@ def test_a_doubles_command_forked_from_the_preloaded_server_ends_as_a_fresh_one(
             server.stop()
 
 
+def test_a_variable_a_library_sets_as_it_imports_does_not_start_another_server(run_cli, monkeypatch):
+    """scikit-learn sets KMP_DUPLICATE_LIB_OK in the pytest worker that imports it: the commands after that still
+    fork from the server they used before (helpers/preforked.py, NOT_STARTUP)."""
+    from doubles import LM_EVAL_EXT
+    from helpers import preforked
+
+    monkeypatch.delenv("KMP_DUPLICATE_LIB_OK", raising=False)
+    assert run_cli([*LM_EVAL_EXT, "--version"]).returncode == 0
+    servers, served = dict(preforked._servers), preforked.served
+    monkeypatch.setenv("KMP_DUPLICATE_LIB_OK", "True")
+    assert run_cli([*LM_EVAL_EXT, "--version"]).returncode == 0
+    assert preforked.served == served + 1 and preforked._servers == servers
+
+
 def test_loglik_table_gives_the_scripted_accuracy(tmp_path):
     results = _evaluate("ext-loglik-table", f"table={_table(tmp_path)}", _mc_task(tmp_path), batch_size=8)
     assert results["results"]["scaffold_mc"]["acc,none"] == pytest.approx(0.75)
