@@ -41,8 +41,9 @@ def _numbers() -> tuple[PublishedNumber, ...]:
     for task, member in SETTINGS:
         answers, _ = load_answers(f"{ARCHIVE}:{member}")
         note = "one run per model (the paper's test2 values are means over three seeds)" if "test2" in task else ""
+        source = _source(member)
         for model in scores_by_model(answers, stored_verdicts(answers, PUBLISHED_SCORE_FIELD)):
-            found += [PublishedNumber(BENCHMARK, model.model, task, name, value, _source(member), note)
+            found += [PublishedNumber(BENCHMARK, model.model, task, name, value, source, note)
                       for name, value in model.metrics.items() if name != "judge_failures"]
     return tuple(found)
 

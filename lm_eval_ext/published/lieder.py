@@ -67,31 +67,35 @@ def table_metrics(rows: list[dict], experiment: str, relative: bool, where: str)
     over groups (every group has every comparison, as in the harness's mean over documents).
     """
     comparisons = comparisons_for(experiment)
-    by_code = {c.code: c for c in comparisons}
+    # Names and metric names once per table, not once per row (tables have thousands of rows).
+    name_of = {c.code: c.name for c in comparisons}
     groups: dict[tuple[str, str], dict[str, int]] = defaultdict(dict)
     for number, row in enumerate(rows, 2):
-        comparison = by_code.get(row.get("type"))
-        if comparison is None or row.get("correct") not in ("0", "1"):
+        name = name_of.get(row.get("type"))
+        if name is None or row.get("correct") not in ("0", "1"):
             raise PublishedFileError(f"{where}, line {number}: comparison {row.get('type')!r} with outcome "
                                      f"{row.get('correct')!r} is not one of the {experiment} set's; the file is "
                                      "not the registered one (run `lm-eval-ext data verify lieder`).")
-        groups[(row["id"], row["sent_type"])][comparison.name] = int(row["correct"])
+        groups[(row["id"], row["sent_type"])][name] = int(row["correct"])
     incomplete = [group for group, outcomes in groups.items() if len(outcomes) != len(comparisons)]
     if not groups or incomplete:
         raise PublishedFileError(f"{where}: {len(incomplete)} of {len(groups)} groups lack comparisons; the file is "
                                  "not the registered one (run `lm-eval-ext data verify lieder`).")
     informative = [c for c in comparisons if not c.control]
-    tagged = {scope: [c for c in informative if scope == "all" or scope in c.properties] for scope in SCOPES}
+    tagged = {scope_metric(scope, relative): [c.name for c in informative if scope == "all" or scope in c.properties]
+              for scope in SCOPES}
+    overall = scope_metric("all", relative)
+    per_comparison = [(comparison_metric(c, relative), c.name) for c in comparisons]
     per_group: dict[str, list[float]] = defaultdict(list)
     for (_, family), outcomes in groups.items():
-        for scope, members in tagged.items():
+        for metric, members in tagged.items():
             if members:
-                value = sum(outcomes[c.name] for c in members) / len(members)
-                per_group[scope_metric(scope, relative)].append(value)
-                if scope == "all":
-                    per_group[f"{scope_metric(scope, relative)}_family_{family}"].append(value)
-        for c in comparisons:
-            per_group[comparison_metric(c, relative)].append(float(outcomes[c.name]))
+                value = sum(outcomes[name] for name in members) / len(members)
+                per_group[metric].append(value)
+                if metric == overall:
+                    per_group[f"{overall}_family_{family}"].append(value)
+        for metric, name in per_comparison:
+            per_group[metric].append(float(outcomes[name]))
     return {name: sum(values) / len(values) for name, values in per_group.items()}
 
 
