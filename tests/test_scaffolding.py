@@ -10,6 +10,7 @@ import concurrent.futures
 import json
 import math
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -367,6 +368,28 @@ def test_a_doubles_command_forked_from_the_preloaded_server_ends_as_a_fresh_one(
     finally:
         for server in preforked._servers.values():
             server.stop()
+
+
+@pytest.mark.slow
+def test_torchruns_workers_fork_from_the_server_and_end_as_fresh_ones(run_cli, tmp_path):
+    """helpers/preforked.py, fork_launcher.py: under ``torchrun -m doubles``, each worker is forked from the server
+    and torchrun gets what fresh workers give it: their output and their exit status."""
+    from importlib.metadata import version
+
+    from doubles import LM_EVAL, LM_EVAL_EXT
+    from helpers import preforked
+
+    torchrun = [preforked.TORCHRUN, "--standalone", "--nproc_per_node", "2", "-m", "doubles"]
+    served = preforked.served
+    ok = run_cli([*torchrun, *LM_EVAL_EXT[3:], "--version"], cwd=tmp_path)
+    assert (ok.returncode, ok.stdout) == (0, f"lm-eval-ext {version('lm-eval-ext')}\n" * 2), ok.stderr[-3000:]
+    failed = run_cli([*torchrun, *LM_EVAL[3:], "bogus"], cwd=tmp_path)
+    assert preforked.served == served + 4, "torchrun's workers did not fork from the server"
+    # the first worker to fail ends with argparse's status 2, and torchrun with 1 (it stops the other, if still running)
+    assert failed.returncode == 1 and failed.stdout == "", failed.stderr[-3000:]
+    assert "invalid choice: 'bogus'" in failed.stderr and "ChildFailedError" in failed.stderr, failed.stderr
+    root_cause = re.search(r"Root Cause \(first observed failure\):\n\[0\]:(\n .*)*\n  exitcode  : (\d+) ", failed.stderr)
+    assert root_cause and root_cause[2] == "2", failed.stderr
 
 
 def test_a_variable_a_library_sets_as_it_imports_does_not_start_another_server(run_cli, monkeypatch):

@@ -12,18 +12,29 @@ leave the preloaded objects, and the memory pages they share with the server, un
 
 A few environment variables are read when those libraries are imported (the Hugging Face and torch settings,
 ``PYTHONPATH``, ``HOME``, the plugin's start-up switch, those of tests/startup): a command whose values of them differ
-gets a server of its own (of the two a pytest process keeps, the one used longest ago makes way). Every other
-command (the installed ``lm_eval`` and ``lm-eval-ext`` a user types, ``torchrun``, a script) starts a fresh
-interpreter, as do commands the tests signal or kill (they use ``subprocess.Popen``).
+gets a server of its own (of the two a pytest process keeps, the one used longest ago makes way).
+
+``torchrun ... -m doubles ...`` starts as usual, and its workers are forked too: torchrun starts each worker with
+the interpreter ``PYTHON_EXEC`` names (torch/distributed/run.py), here a launcher script that hands the worker's
+standard streams, directory, environment and arguments to the server over a Unix socket and stands in for the
+worker (same pid for torchrun to watch, signals passed on, the worker's exit status or signal). torchrun's worker
+variables (``RANK``, ``TORCHELASTIC_*``, ...) are read when the run starts its process group, not at import, so the
+workers fork from the server of the command's own start-up variables. Every other command (the installed
+``lm_eval`` and ``lm-eval-ext`` a user types, a script) starts a fresh interpreter, as do commands the tests signal
+or kill (they use ``subprocess.Popen``).
 """
 from __future__ import annotations
 
 import atexit
 import gc
+import io
 import json
 import locale
 import os
+import selectors
+import shlex
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -51,6 +62,7 @@ STARTUP_NAMES = {"HOME", "LANG", "TMPDIR", "LM_EVAL_EXT_AUTOLOAD", "PREFORKED_PR
 # LLVM OpenMP runtimes read it, when a second copy of one loads). Keyed on, a pytest worker that imported scikit-learn
 # would start a second server for the same commands.
 NOT_STARTUP = {"TORCHINDUCTOR_CACHE_DIR", "KMP_DUPLICATE_LIB_OK"}
+TORCHRUN = os.path.join(os.path.dirname(sys.executable), "torchrun")
 MAX_SERVERS = 2  # per pytest process: each holds the libraries in memory (about 0.6 GB)
 
 _servers: dict[tuple, _Server] = {}  # by their environment's start-up variables, the most recently used last
@@ -65,7 +77,8 @@ def run(cmd, *, cwd=None, env: dict | None = None, timeout: float | None = None,
     global served
     cmd = [str(c) for c in cmd]
     env = dict(os.environ if env is None else env)
-    if fresh or cmd[:3] != [sys.executable, "-m", "doubles"]:
+    workers = cmd[0] == TORCHRUN and "-m" in cmd and cmd[cmd.index("-m") + 1:][:1] == ["doubles"]
+    if fresh or not (workers or cmd[:3] == [sys.executable, "-m", "doubles"]):
         return subprocess.run(cmd, cwd=cwd, env=env, input=input, capture_output=True, text=True, timeout=timeout)
     key = tuple(sorted((k, v) for k, v in env.items()
                        if (k.startswith(STARTUP_PREFIXES) or k in STARTUP_NAMES) and k not in NOT_STARTUP))
@@ -82,23 +95,37 @@ def run(cmd, *, cwd=None, env: dict | None = None, timeout: float | None = None,
     if server is None or not server.busy.acquire(blocking=False):  # another thread's command is running on it
         return subprocess.run(cmd, cwd=cwd, env=env, input=input, capture_output=True, text=True, timeout=timeout)
     try:
-        proc = server.run(cmd, cwd=os.fspath(cwd or os.getcwd()), env=env, timeout=timeout, input=input)
+        if workers:  # torchrun itself starts as usual; its workers fork from the server (module docstring)
+            before = server.forked()
+            proc = subprocess.run(cmd, cwd=cwd, env={**env, "PYTHON_EXEC": server.launcher}, input=input,
+                                  capture_output=True, text=True, timeout=timeout)
+            served += server.forked() - before
+        else:
+            proc = server.run(cmd, cwd=os.fspath(cwd or os.getcwd()), env=env, timeout=timeout, input=input)
+            served += 1
     finally:
         server.busy.release()
-    served += 1
     return proc
 
 
 class _Server:
-    """The client side of one server: requests and replies are JSON lines on its stdin and stdout."""
+    """The client side of one server: requests and replies are JSON lines on its stdin and stdout (torchrun's
+    launchers send theirs on its socket)."""
 
     def __init__(self, env: dict):
-        self.proc = subprocess.Popen([sys.executable, "-m", "helpers.preforked"], env=env, cwd=tempfile.gettempdir(),
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                     text=True)
+        self.scratch = tempfile.TemporaryDirectory(prefix="preforked-server-")
+        address = os.path.join(self.scratch.name, "socket")
+        self.proc = subprocess.Popen([sys.executable, "-m", "helpers.preforked", address], env=env,
+                                     cwd=tempfile.gettempdir(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL, text=True)
         self.busy = threading.Lock()
         ready = self.proc.stdout.readline()
         assert ready.strip() == "ready", f"the preloaded server did not start ({ready!r})"
+        # torchrun's PYTHON_EXEC: one executable, so a script that runs the launcher without site-packages
+        self.launcher = os.path.join(self.scratch.name, "python")
+        launch = [sys.executable, "-S", str(Path(__file__).with_name("fork_launcher.py")), address]
+        Path(self.launcher).write_text(f'#!/bin/sh\nexec {shlex.join(launch)} "$@"\n')
+        os.chmod(self.launcher, 0o700)
         atexit.register(self.stop)
 
     def stop(self) -> None:
@@ -107,6 +134,13 @@ class _Server:
             self.proc.stdin.close()
         self.proc.wait(60)
         self.proc.stdout.close()
+        self.scratch.cleanup()
+
+    def forked(self) -> int:
+        """How many commands the server has forked, for this process's and for torchrun's launchers."""
+        self.proc.stdin.write(json.dumps({"count": True}) + "\n")
+        self.proc.stdin.flush()
+        return json.loads(self.proc.stdout.readline())["forked"]
 
     def run(self, cmd: list[str], *, cwd: str, env: dict, timeout: float | None,
             input: str | None) -> subprocess.CompletedProcess:
@@ -145,25 +179,90 @@ def _read_text(path: str) -> str:
         return handle.read()
 
 
-def _serve() -> dict:
-    """The server: import the libraries, then fork once per request; returns only in a child, with its request."""
+def _serve(address: str) -> dict:
+    """The server: import the libraries, then fork once per request (its pytest process's, on stdin, one at a time;
+    torchrun's launchers', on the socket at ``address``, any number at once); returns only in a child, with its
+    request."""
     import importlib
 
     names = os.environ.get("PREFORKED_PRELOAD")  # comma-separated, instead of PRELOAD (the helper's own test)
     for name in PRELOAD if names is None else filter(None, names.split(",")):
         importlib.import_module(name)
     gc.freeze()
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(address)
+    listener.listen()
+    wakeup, wake = os.pipe()  # a child's end wakes the loop (SIGCHLD)
+    os.set_blocking(wake, False)
+    signal.set_wakeup_fd(wake)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    events = selectors.DefaultSelector()
+    for source in (sys.stdin, listener, wakeup):
+        events.register(source, selectors.EVENT_READ)
+    waiting: dict[int, socket.socket | None] = {}  # child -> the launcher to tell (None: the pytest process)
+    forked = 0
     print("ready", flush=True)
-    for line in sys.stdin:
-        request = json.loads(line)
-        sys.stdout.flush()
-        pid = os.fork()
-        if pid == 0:
-            return request
-        print(json.dumps({"pid": pid}), flush=True)
-        _, status = os.waitpid(pid, 0)
-        print(json.dumps({"status": status}), flush=True)
-    sys.exit(0)
+    while True:
+        for key, _ in events.select():
+            if key.fileobj is wakeup:
+                os.read(wakeup, 4096)
+                continue
+            if key.fileobj is listener:
+                client = listener.accept()[0]
+                request, fds = _receive(client)
+                request["fds"] = fds
+            else:
+                line = sys.stdin.readline()
+                if not line:
+                    sys.exit(0)
+                client, request = None, json.loads(line)
+                if request.get("count"):
+                    print(json.dumps({"forked": forked}), flush=True)
+                    continue
+            sys.stdout.flush()
+            pid = os.fork()
+            if pid == 0:
+                for resource in (events, listener, *filter(None, (*waiting.values(), client))):
+                    resource.close()
+                signal.set_wakeup_fd(-1)
+                signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+                os.close(wakeup)
+                os.close(wake)
+                return request
+            forked += 1
+            for fd in request.get("fds", ()):
+                os.close(fd)
+            waiting[pid] = client
+            _reply(client, {"pid": pid})
+        while waiting:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+            if pid == 0:
+                break
+            client = waiting.pop(pid)
+            _reply(client, {"status": status})
+            if client is not None:
+                client.close()
+
+
+def _receive(client: socket.socket) -> tuple[dict, list[int]]:
+    """A launcher's request: one JSON line, its standard streams as file descriptors alongside."""
+    data, fds = b"", []
+    while not data.endswith(b"\n"):
+        chunk, more, _, _ = socket.recv_fds(client, 1 << 16, 3)
+        assert chunk, "a launcher closed its connection before its request"
+        data, fds = data + chunk, fds + more
+    return json.loads(data), fds
+
+
+def _reply(client: socket.socket | None, message: dict) -> None:
+    line = json.dumps(message) + "\n"
+    if client is None:
+        print(line, end="", flush=True)
+        return
+    try:
+        client.sendall(line.encode())
+    except OSError:  # the launcher is gone (torchrun killed it): nobody waits for this worker
+        pass
 
 
 def _become(request: dict) -> None:
@@ -173,14 +272,23 @@ def _become(request: dict) -> None:
     os.chdir(request["cwd"])
     os.environ.clear()
     os.environ.update(request["env"])
-    for fd, name, flags in ((0, "stdin", os.O_RDONLY), (1, "stdout", os.O_WRONLY), (2, "stderr", os.O_WRONLY)):
-        target = os.open(request[name], flags | (os.O_CREAT | os.O_TRUNC if fd else 0), 0o600)
-        os.dup2(target, fd)
-        os.close(target)
+    if "fds" in request:  # a torchrun worker: its launcher's streams, unbuffered as `python -u` makes them
+        for fd, target in enumerate(request["fds"]):
+            os.dup2(target, fd)
+            os.close(target)
+        for fd, name in ((1, "stdout"), (2, "stderr")):
+            stream = getattr(sys, name)
+            setattr(sys, name, io.TextIOWrapper(io.FileIO(fd, "w", closefd=False), encoding=stream.encoding,
+                                                errors=stream.errors, write_through=True))
+    else:
+        for fd, name, flags in ((0, "stdin", os.O_RDONLY), (1, "stdout", os.O_WRONLY), (2, "stderr", os.O_WRONLY)):
+            target = os.open(request[name], flags | (os.O_CREAT | os.O_TRUNC if fd else 0), 0o600)
+            os.dup2(target, fd)
+            os.close(target)
     sys.path[0] = os.getcwd()  # as `python -m` puts the working directory first
     sys.argv = ["-m", *request["argv"]]
     runpy.run_module("doubles", run_name="__main__", alter_sys=True)
 
 
 if __name__ == "__main__":
-    _become(_serve())
+    _become(_serve(sys.argv[1]))

@@ -3,14 +3,11 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from . import preforked
 from .files import subprocess_env
-
-BIN = Path(sys.executable).parent
 
 
 def lm_eval_run(args: list, cwd: Path, processes: int = 1, env: dict | None = None, timeout: float = 900,
@@ -23,7 +20,7 @@ def lm_eval_run(args: list, cwd: Path, processes: int = 1, env: dict | None = No
     command = {"lm_eval": LM_EVAL, "lm-eval-ext": LM_EVAL_EXT}[program]
     cwd.mkdir(parents=True, exist_ok=True)
     launcher = list(command) if processes == 1 else [
-        str(BIN / "torchrun"), "--standalone", "--nproc_per_node", str(processes), *command[1:]]
+        preforked.TORCHRUN, "--standalone", "--nproc_per_node", str(processes), *command[1:]]
     cmd = [*launcher, "run", *map(str, args), "--output_path", "out", "--log_samples"]
     proc = preforked.run(cmd, cwd=cwd, env=subprocess_env({"OMP_NUM_THREADS": "1", **(env or {})}), timeout=timeout)
     assert proc.returncode == 0, f"{' '.join(cmd)} failed:\n{proc.stderr[-6000:]}"
