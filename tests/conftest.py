@@ -147,11 +147,12 @@ def data_dir() -> Path:
 
 
 def _run_command(cmd, *, cwd, env: dict | None = None, timeout: float = 600, input: str | None = None,
-                 fresh: bool = False):
+                 fresh: bool = False, file_size_limit: int | None = None):
     from helpers import preforked
     from helpers.files import subprocess_env
 
-    return preforked.run(cmd, cwd=cwd, env=subprocess_env(env), input=input, timeout=timeout, fresh=fresh)
+    return preforked.run(cmd, cwd=cwd, env=subprocess_env(env), input=input, timeout=timeout, fresh=fresh,
+                         file_size_limit=file_size_limit)
 
 
 @pytest.fixture
@@ -159,7 +160,8 @@ def run_cli(tmp_path):
     """Run a command (list of str) in a subprocess; returns the ``CompletedProcess``, asserts nothing.
 
     A ``python -m doubles`` command (``[*LM_EVAL, ...]``) is forked from a process with the heavy libraries
-    imported (helpers/preforked.py) unless ``fresh=True``; any other command starts as usual.
+    imported (helpers/preforked.py) unless ``fresh=True``; any other command starts as usual. With
+    ``file_size_limit=N`` no file the command writes grows past N bytes, as on a full disk.
 
     The subprocess gets ``helpers.files.subprocess_env(env)`` (the offline variables, this venv's ``lm_eval`` and
     ``lm-eval-ext`` first on ``PATH``, the suite's start-up and ``python -m doubles`` importable), and ``cwd`` = a
@@ -168,8 +170,9 @@ def run_cli(tmp_path):
     """
 
     def run(cmd, *, env: dict | None = None, cwd=None, timeout: float = 600, input: str | None = None,
-            fresh: bool = False):
-        return _run_command(cmd, cwd=cwd or tmp_path, env=env, timeout=timeout, input=input, fresh=fresh)
+            fresh: bool = False, file_size_limit: int | None = None):
+        return _run_command(cmd, cwd=cwd or tmp_path, env=env, timeout=timeout, input=input, fresh=fresh,
+                            file_size_limit=file_size_limit)
 
     return run
 

@@ -21,6 +21,7 @@ import pytest
 
 from doubles import LM_EVAL, LM_EVAL_EXT
 from doubles.stub_openai import StubOpenAIServer
+from helpers import preforked
 from helpers.judge import answering_the_probe, judge_calls
 from helpers.files import subprocess_env
 
@@ -68,8 +69,8 @@ def _interrupted(tmp_path: Path, program: list[str], signum: int, srv) -> tuple[
     env = subprocess_env({KEY_ENV: KEY})
     log = tmp_path / "stderr.txt"
     with log.open("w") as stderr:
-        proc = subprocess.Popen(_command(tmp_path, program, srv), env=env, cwd=tmp_path, stdout=subprocess.DEVNULL,
-                                stderr=stderr, preexec_fn=_ctrl_c_as_at_a_terminal)
+        proc = preforked.popen(_command(tmp_path, program, srv), env=env, cwd=tmp_path, stdout=subprocess.DEVNULL,
+                               stderr=stderr, preexec_fn=_ctrl_c_as_at_a_terminal)
         deadline = time.monotonic() + HANG_GUARD
         while not judge_calls(srv) and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.05)

@@ -18,6 +18,7 @@ from lm_eval_ext.judge.batch import JudgeBatchDetached, read_output, request_lin
 from lm_eval_ext.judge.runner import Judge
 from doubles import LM_EVAL_EXT
 from doubles.stub_openai import StubOpenAIServer
+from helpers import preforked
 from helpers.files import subprocess_env
 
 KEY_ENV = "LMX_TEST_JUDGE_KEY"
@@ -193,8 +194,8 @@ def test_a_run_killed_mid_poll_is_finished_by_resume_paying_nothing_twice(run_cl
                  json.dumps({"judge_base_url": srv.base_url, "judge_api_key_env": KEY_ENV,
                              "judge_cache": str(tmp_path / "cache.sqlite"), "answers_dir": str(answers),
                              "judge_batch": True, "judge_batch_poll": 0.01})]
-        proc = subprocess.Popen([*LM_EVAL_EXT, "run", *flags], env=subprocess_env({KEY_ENV: KEY}),
-                                cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        proc = preforked.popen([*LM_EVAL_EXT, "run", *flags], env=subprocess_env({KEY_ENV: KEY}),
+                               cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 600
         while srv.batch_api.retrievals < 3 and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.05)

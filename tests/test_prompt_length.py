@@ -38,25 +38,31 @@ def metaspace_tokenizer_dir(tmp_path_factory) -> Path:
     return folder
 
 
-def litm_requests(data_dir: Path, chat: bool):
-    """(context, gen_kwargs) and pieces of every prompt of litm_qa_20docs over its first 12 questions."""
+@pytest.fixture(scope="module")
+def litm_prompts(data_dir):
+    """litm_qa_20docs over its first 12 questions, built once for the module: a function of ``chat`` giving
+    (context, gen_kwargs) and the pieces of every prompt."""
     from lm_eval.tasks import TaskManager
 
     manager = TaskManager(include_defaults=False, metadata={"litm_qa_file": str(Path(data_dir) / PARTIAL),
                                                             "litm_positions": "all"})
     task = manager.load(["litm_qa_20docs"])["tasks"]["litm_qa_20docs"]
     docs = [doc for doc in task.eval_docs if doc["example"] < 12]
-    prompts = [task.doc_to_text(doc) for doc in docs]
-    if chat:  # what a chat template does to the prompt: text before and after it
-        prompts = [f"<|user|>\n{p}<|end|>\n<|assistant|>\n" for p in prompts]
-    return [(p, {"max_gen_toks": 100}) for p in prompts], [task.prompt_pieces(doc) for doc in docs]
+    texts, pieces = [task.doc_to_text(doc) for doc in docs], [task.prompt_pieces(doc) for doc in docs]
+
+    def requests(chat: bool):
+        # what a chat template does to the prompt: text before and after it
+        prompts = [f"<|user|>\n{p}<|end|>\n<|assistant|>\n" for p in texts] if chat else texts
+        return [(p, {"max_gen_toks": 100}) for p in prompts], pieces
+
+    return requests
 
 
 @pytest.mark.parametrize("chat", [False, True])
 @pytest.mark.parametrize("tokenizer", ["byte_level", "metaspace"])
-def test_fast_decisions_equal_exact_ones(data_dir, tiny_model_dir, metaspace_tokenizer_dir, tokenizer, chat):
+def test_fast_decisions_equal_exact_ones(litm_prompts, tiny_model_dir, metaspace_tokenizer_dir, tokenizer, chat):
     name = str(tiny_model_dir if tokenizer == "byte_level" else metaspace_tokenizer_dir)
-    requests, pieces = litm_requests(data_dir, chat)
+    requests, pieces = litm_prompts(chat)
     probe = budget_from_settings((("max_length", 10**9), ("tokenizer", name)))
     counts = [v.prompt_tokens for v in probe.verdicts(requests)]  # every whole prompt, tokenized
     sizes = sorted(counts)
@@ -75,6 +81,6 @@ def test_fast_decisions_equal_exact_ones(data_dir, tiny_model_dir, metaspace_tok
     assert mixed >= 9  # most limits split the prompts: the estimate was put to the test
 
 
-def test_pieces_join_to_the_prompt(data_dir):
-    requests, pieces = litm_requests(data_dir, chat=False)
+def test_pieces_join_to_the_prompt(litm_prompts):
+    requests, pieces = litm_prompts(chat=False)
     assert all("".join(p) == context for (context, _), p in zip(requests, pieces))

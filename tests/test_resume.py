@@ -12,7 +12,6 @@ import math
 import re
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -20,6 +19,7 @@ import pytest
 
 from doubles import LM_EVAL, LM_EVAL_EXT
 from doubles.stub_openai import StubOpenAIServer
+from helpers import preforked
 from helpers.judge import answering_the_probe, is_probe, judge_calls
 from helpers.files import subprocess_env
 
@@ -77,8 +77,8 @@ def test_judging_killed_midway_is_finished_by_resume(run_cli, data_dir, tmp_path
     flags, answers = _setup(tmp_path)
     env = subprocess_env({KEY_ENV: KEY})
     with StubOpenAIServer(responder=answering_the_probe(scores), models=(), delay_s=0.5) as srv:
-        proc = subprocess.Popen([*LM_EVAL_EXT, "run", *flags, *_metadata(srv, tmp_path, answers)], env=env, cwd=tmp_path,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        proc = preforked.popen([*LM_EVAL_EXT, "run", *flags, *_metadata(srv, tmp_path, answers)], env=env, cwd=tmp_path,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         deadline = time.monotonic() + 300
         while len(judge_calls(srv)) < 3 and time.monotonic() < deadline and proc.poll() is None:
             time.sleep(0.05)
@@ -206,15 +206,6 @@ def test_a_judge_lost_during_the_run_names_the_command_that_finishes(run_cli, da
     assert _results(tmp_path / "out")[-1]["results"][TASK]["score,judge"] == 5.5
 
 
-def _full_disk(limit: int) -> list[str]:
-    """A command prefix under which every file stops growing at ``limit`` bytes, as on a full disk.
-
-    RLIMIT_FSIZE: Python ignores SIGXFSZ, so a write past the limit fails with EFBIG.
-    """
-    return [sys.executable, "-c", f"import os, resource, sys; resource.setrlimit(resource.RLIMIT_FSIZE, ({limit}, "
-            f"{limit})); os.execvp(sys.argv[1], sys.argv[1:])"]
-
-
 def test_results_that_cannot_be_written_fail_the_run_and_resume_writes_them(run_cli, data_dir, tmp_path):
     """A full disk while the harness writes the results: exit 2, the cut file set aside, resume writes them whole."""
     table = tmp_path / "table.json"
@@ -222,8 +213,9 @@ def test_results_that_cannot_be_written_fail_the_run_and_resume_writes_them(run_
     answers = tmp_path / "answers"
     flags = ["--model", "ext-loglik-table", "--model_args", f"table={table}", "--tasks", "lieder_base", "--limit", "4",
              "--metadata", json.dumps({"answers_dir": str(answers)})]
-    # 16 kB: the answers fit, the results file (larger) is cut short
-    proc = run_cli([*_full_disk(16384), *LM_EVAL_EXT, "run", *flags, "--output_path", tmp_path / "out"])
+    # 16 kB: the answers fit, the results file (larger) is cut short. A full disk: every file of the run stops growing
+    # there (RLIMIT_FSIZE; Python ignores SIGXFSZ, so a write past the limit fails with EFBIG)
+    proc = run_cli([*LM_EVAL_EXT, "run", *flags, "--output_path", tmp_path / "out"], file_size_limit=16384)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
     (cut,) = (tmp_path / "out").rglob("results_*.json.incomplete")
     assert cut.stat().st_size == 16384 and not list((tmp_path / "out").rglob("results_*.json"))
@@ -251,7 +243,7 @@ def test_samples_that_cannot_be_written_fail_the_run_and_resume_writes_them(run_
     flags = ["--model", "ext-loglik-table", "--model_args", f"table={table}", "--tasks", "lieder_base", "--limit", "4",
              "--log_samples", "--metadata", json.dumps({"answers_dir": str(answers)})]
     # 24 kB: the answers and the results file (about 21 kB) fit, the samples file (about 32 kB) does not
-    proc = run_cli([*_full_disk(24576), *LM_EVAL_EXT, "run", *flags, "--output_path", tmp_path / "out"])
+    proc = run_cli([*LM_EVAL_EXT, "run", *flags, "--output_path", tmp_path / "out"], file_size_limit=24576)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
     (results,) = (tmp_path / "out").rglob("results_*.json")
     json.loads(results.read_text())  # whole

@@ -389,6 +389,48 @@ def test_torchruns_workers_fork_from_the_server_and_end_as_fresh_ones(run_cli, t
     assert root_cause and root_cause[2] == "2", failed.stderr
 
 
+@pytest.mark.slow
+def test_a_doubles_command_a_test_signals_forks_and_takes_its_signals_as_a_fresh_one(tmp_path):
+    """helpers/preforked.py ``popen``, fork_launcher.py: a ``python -m doubles...`` command a test signals or kills
+    (test_interrupts.py, test_resume.py, test_judge_batch.py) is forked from the server, uses the ``Popen``'s pipes,
+    and ends as a fresh interpreter does under the same signal: Ctrl-C raises KeyboardInterrupt unless SIGINT was
+    ignored when it started (``preexec_fn``), and SIGKILL kills it. The command: the stub server, which serves until
+    its stdin closes."""
+    import signal
+    import subprocess
+    import sys
+
+    from helpers import preforked
+    from helpers.files import subprocess_env
+
+    def ended(start, sigint, signum) -> tuple[int, bool]:
+        proc = start([sys.executable, "-m", "doubles.stub_openai"], env=subprocess_env(), cwd=tmp_path,
+                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                     preexec_fn=lambda: signal.signal(signal.SIGINT, sigint))
+        assert proc.stdout.readline().startswith("http://127.0.0.1:")  # serving
+        proc.send_signal(signum)
+        if signum == signal.SIGINT and sigint == signal.SIG_IGN:
+            proc.stdin.close()  # the signal did nothing: the server ends as usual
+        proc.wait(timeout=60)
+        stderr = proc.stderr.read()
+        for stream in (proc.stdin, proc.stdout, proc.stderr):
+            stream.close()
+        try:  # the forked command itself ended (its launcher ends only after it)
+            os.kill(getattr(proc, "forked_pid", proc.pid), 0)
+            left = True
+        except ProcessLookupError:
+            left = False
+        return proc.returncode, "KeyboardInterrupt" in stderr, left
+
+    for sigint, signum in ((signal.SIG_DFL, signal.SIGINT), (signal.SIG_IGN, signal.SIGINT),
+                           (signal.SIG_DFL, signal.SIGKILL)):
+        served = preforked.served
+        forked = ended(preforked.popen, sigint, signum)
+        assert preforked.served == served + 1, "popen started a fresh interpreter for a python -m doubles command"
+        assert forked == ended(subprocess.Popen, sigint, signum), (sigint, signum)
+    assert forked == (-signal.SIGKILL, False, False)
+
+
 def test_a_variable_a_library_sets_as_it_imports_does_not_start_another_server(run_cli, monkeypatch):
     """scikit-learn sets KMP_DUPLICATE_LIB_OK in the pytest worker that imports it: the commands after that still
     fork from the server they used before (helpers/preforked.py, NOT_STARTUP)."""

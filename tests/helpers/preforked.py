@@ -1,11 +1,11 @@
-"""``python -m doubles ...`` commands forked from a process that has the heavy libraries imported already.
+"""``python -m doubles[.MODULE] ...`` commands forked from a process that has the heavy libraries imported already.
 
 A harness command of the test doubles spends much of its CPU time importing third-party libraries (torch,
 transformers, datasets, pandas, scipy, ...: about 6 of the 9 seconds of a short run of the tiny hf model), and the
 suite starts many such commands. :func:`run` is ``subprocess.run(cmd, capture_output=True, text=True, ...)``; for a
 ``python -m doubles`` command it asks a server (``python -m helpers.preforked``, one per pytest process and
 environment, started on first use) that imported those libraries once to fork. The child takes the command's
-working directory, environment, standard streams and ``sys.argv``, then runs ``doubles`` as ``python -m`` does and
+working directory, environment, standard streams and ``sys.argv``, then runs the module as ``python -m`` does and
 ends as an interpreter ends (exit status, traceback, ``atexit``). Nothing of the harness or the plugin is imported
 before the fork. The server freezes its objects (``gc.freeze``) before it forks: a child's garbage collections then
 leave the preloaded objects, and the memory pages they share with the server, untouched.
@@ -19,9 +19,9 @@ the interpreter ``PYTHON_EXEC`` names (torch/distributed/run.py), here a launche
 standard streams, directory, environment and arguments to the server over a Unix socket and stands in for the
 worker (same pid for torchrun to watch, signals passed on, the worker's exit status or signal). torchrun's worker
 variables (``RANK``, ``TORCHELASTIC_*``, ...) are read when the run starts its process group, not at import, so the
-workers fork from the server of the command's own start-up variables. Every other command (the installed
-``lm_eval`` and ``lm-eval-ext`` a user types, a script) starts a fresh interpreter, as do commands the tests signal
-or kill (they use ``subprocess.Popen``).
+workers fork from the server of the command's own start-up variables. A command a test signals or kills goes
+through :func:`popen`, the same launcher in a ``subprocess.Popen``, whose signals go to the forked command. Every
+other command (the installed ``lm_eval`` and ``lm-eval-ext`` a user types, a script) starts a fresh interpreter.
 """
 from __future__ import annotations
 
@@ -31,6 +31,7 @@ import io
 import json
 import locale
 import os
+import resource
 import selectors
 import shlex
 import signal
@@ -70,16 +71,66 @@ served = 0  # commands forked so far in this process
 _lock = threading.Lock()
 
 
+def _doubles_module(cmd: list[str]) -> str | None:
+    """The module of a ``python -m doubles[.MODULE] ...`` command, else None."""
+    if cmd[:2] == [sys.executable, "-m"] and len(cmd) > 2 and cmd[2].split(".")[0] == "doubles":
+        return cmd[2]
+    return None
+
+
+def _limit_file_size(limit: int | None):
+    """A ``preexec_fn`` under which no file grows past ``limit`` bytes (RLIMIT_FSIZE), or None."""
+    return None if limit is None else lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+
 def run(cmd, *, cwd=None, env: dict | None = None, timeout: float | None = None, input: str | None = None,
-        fresh: bool = False) -> subprocess.CompletedProcess:
+        fresh: bool = False, file_size_limit: int | None = None) -> subprocess.CompletedProcess:
     """``subprocess.run(cmd, cwd=cwd, env=env, input=input, capture_output=True, text=True, timeout=timeout)``,
-    a ``python -m doubles`` command forked from a preloaded server unless ``fresh``."""
+    a ``python -m doubles`` command forked from a preloaded server unless ``fresh``. With ``file_size_limit``, no
+    file the command writes grows past that many bytes (RLIMIT_FSIZE: a write past it fails as on a full disk)."""
     global served
     cmd = [str(c) for c in cmd]
     env = dict(os.environ if env is None else env)
     workers = cmd[0] == TORCHRUN and "-m" in cmd and cmd[cmd.index("-m") + 1:][:1] == ["doubles"]
-    if fresh or not (workers or cmd[:3] == [sys.executable, "-m", "doubles"]):
-        return subprocess.run(cmd, cwd=cwd, env=env, input=input, capture_output=True, text=True, timeout=timeout)
+    server = None if fresh or not (workers or _doubles_module(cmd)) else _server(env, idle=True)
+    if server is None:
+        return subprocess.run(cmd, cwd=cwd, env=env, input=input, capture_output=True, text=True, timeout=timeout,
+                              preexec_fn=_limit_file_size(file_size_limit))
+    try:
+        if workers:  # torchrun itself starts as usual; its workers fork from the server (module docstring)
+            before = server.forked()
+            proc = subprocess.run(cmd, cwd=cwd, env={**env, "PYTHON_EXEC": server.launcher}, input=input,
+                                  capture_output=True, text=True, timeout=timeout,
+                                  preexec_fn=_limit_file_size(file_size_limit))
+            served += server.forked() - before
+        else:
+            proc = server.run(cmd, cwd=os.fspath(cwd or os.getcwd()), env=env, timeout=timeout, input=input,
+                              file_size_limit=file_size_limit)
+            served += 1
+    finally:
+        server.busy.release()
+    return proc
+
+
+def popen(cmd, *, env: dict | None = None, **kwargs) -> subprocess.Popen:
+    """``subprocess.Popen(cmd, env=env, **kwargs)``; a ``python -m doubles`` command is forked from a preloaded
+    server: the ``Popen`` is then that of a launcher standing in for it (helpers/fork_launcher.py: it takes the
+    ``Popen``'s standard streams, directory, environment and ``preexec_fn`` to the command and ends as the command
+    ends), and :meth:`~subprocess.Popen.send_signal`, ``terminate`` and ``kill`` signal the command itself."""
+    global served
+    cmd = [str(c) for c in cmd]
+    env = dict(os.environ if env is None else env)
+    server = _server(env, idle=False) if _doubles_module(cmd) else None
+    if server is None:
+        return subprocess.Popen(cmd, env=env, **kwargs)
+    proc = _Launched(server, cmd, env=env, **kwargs)
+    served += 1
+    return proc
+
+
+def _server(env: dict, idle: bool) -> _Server | None:
+    """The server for ``env``'s start-up variables (started if need be), None if there is no room for one; with
+    ``idle``, only if no other thread's command is using it, and then held (``busy``) for the caller."""
     key = tuple(sorted((k, v) for k, v in env.items()
                        if (k.startswith(STARTUP_PREFIXES) or k in STARTUP_NAMES) and k not in NOT_STARTUP))
     with _lock:
@@ -92,20 +143,36 @@ def run(cmd, *, cwd=None, env: dict | None = None, timeout: float | None = None,
             server = _Server(env)
         if server is not None:
             _servers[key] = server  # the most recently used last
-    if server is None or not server.busy.acquire(blocking=False):  # another thread's command is running on it
-        return subprocess.run(cmd, cwd=cwd, env=env, input=input, capture_output=True, text=True, timeout=timeout)
-    try:
-        if workers:  # torchrun itself starts as usual; its workers fork from the server (module docstring)
-            before = server.forked()
-            proc = subprocess.run(cmd, cwd=cwd, env={**env, "PYTHON_EXEC": server.launcher}, input=input,
-                                  capture_output=True, text=True, timeout=timeout)
-            served += server.forked() - before
-        else:
-            proc = server.run(cmd, cwd=os.fspath(cwd or os.getcwd()), env=env, timeout=timeout, input=input)
-            served += 1
-    finally:
-        server.busy.release()
-    return proc
+    if server is not None and idle and not server.busy.acquire(blocking=False):  # another thread's command uses it
+        return None
+    return server
+
+
+class _Launched(subprocess.Popen):
+    """The ``Popen`` of a launcher whose command the server forked; signals go to the forked command (``forked_pid``),
+    the one that can handle them (a SIGKILL can only be passed on by sending it there)."""
+
+    def __init__(self, server: _Server, cmd: list[str], **kwargs):
+        pid_read, pid_write = os.pipe()
+        try:
+            super().__init__([*server.launch, "--pid-fd", str(pid_write), *cmd[1:]],
+                             pass_fds=(*kwargs.pop("pass_fds", ()), pid_write), **kwargs)
+        finally:
+            os.close(pid_write)
+        with open(pid_read, encoding="ascii") as reply:
+            pid = reply.readline()
+        self.args = cmd
+        self.forked_pid = int(pid) if pid else None  # None: the launcher failed before the fork (its stderr says why)
+
+    def send_signal(self, sig: int) -> None:
+        """Send ``sig`` to the forked command (to the launcher if there is none)."""
+        self.poll()
+        if self.returncode is not None:
+            return
+        try:
+            os.kill(self.forked_pid or self.pid, sig)
+        except ProcessLookupError:  # it has just ended; the launcher ends with its status
+            pass
 
 
 class _Server:
@@ -122,9 +189,9 @@ class _Server:
         ready = self.proc.stdout.readline()
         assert ready.strip() == "ready", f"the preloaded server did not start ({ready!r})"
         # torchrun's PYTHON_EXEC: one executable, so a script that runs the launcher without site-packages
+        self.launch = [sys.executable, "-S", str(Path(__file__).with_name("fork_launcher.py")), address]
         self.launcher = os.path.join(self.scratch.name, "python")
-        launch = [sys.executable, "-S", str(Path(__file__).with_name("fork_launcher.py")), address]
-        Path(self.launcher).write_text(f'#!/bin/sh\nexec {shlex.join(launch)} "$@"\n')
+        Path(self.launcher).write_text(f'#!/bin/sh\nexec {shlex.join(self.launch)} "$@"\n')
         os.chmod(self.launcher, 0o700)
         atexit.register(self.stop)
 
@@ -142,12 +209,13 @@ class _Server:
         self.proc.stdin.flush()
         return json.loads(self.proc.stdout.readline())["forked"]
 
-    def run(self, cmd: list[str], *, cwd: str, env: dict, timeout: float | None,
-            input: str | None) -> subprocess.CompletedProcess:
+    def run(self, cmd: list[str], *, cwd: str, env: dict, timeout: float | None, input: str | None,
+            file_size_limit: int | None) -> subprocess.CompletedProcess:
         with tempfile.TemporaryDirectory(prefix="preforked-") as scratch:
             streams = {name: os.path.join(scratch, name) for name in ("stdin", "stdout", "stderr")}
             Path(streams["stdin"]).write_text(input or "", encoding=locale.getpreferredencoding(False))
-            request = {"argv": cmd[3:], "cwd": cwd, "env": env, **streams}
+            request = {"module": cmd[2], "argv": cmd[3:], "cwd": cwd, "env": env, **streams,
+                       "file_size_limit": file_size_limit}
             self.proc.stdin.write(json.dumps(request) + "\n")
             self.proc.stdin.flush()
             pid = json.loads(self.proc.stdout.readline())["pid"]
@@ -200,9 +268,9 @@ def _serve(address: str) -> dict:
     for source in (sys.stdin, listener, wakeup):
         events.register(source, selectors.EVENT_READ)
     waiting: dict[int, socket.socket | None] = {}  # child -> the launcher to tell (None: the pytest process)
-    forked = 0
+    forked, stopping = 0, False
     print("ready", flush=True)
-    while True:
+    while not (stopping and not waiting):
         for key, _ in events.select():
             if key.fileobj is wakeup:
                 os.read(wakeup, 4096)
@@ -213,8 +281,11 @@ def _serve(address: str) -> dict:
                 request["fds"] = fds
             else:
                 line = sys.stdin.readline()
-                if not line:
-                    sys.exit(0)
+                if not line:  # the pytest process is done with this server: end once its commands have ended
+                    events.unregister(sys.stdin)
+                    events.unregister(listener)
+                    stopping = True
+                    continue
                 client, request = None, json.loads(line)
                 if request.get("count"):
                     print(json.dumps({"forked": forked}), flush=True)
@@ -242,6 +313,7 @@ def _serve(address: str) -> dict:
             _reply(client, {"status": status})
             if client is not None:
                 client.close()
+    sys.exit(0)
 
 
 def _receive(client: socket.socket) -> tuple[dict, list[int]]:
@@ -266,17 +338,21 @@ def _reply(client: socket.socket | None, message: dict) -> None:
 
 
 def _become(request: dict) -> None:
-    """In the forked child: take the command's directory, environment and streams, and run ``python -m doubles``."""
+    """In the forked child: take the command's directory, environment and streams, and run its module as
+    ``python -m`` does."""
     import runpy
 
     os.chdir(request["cwd"])
     os.environ.clear()
     os.environ.update(request["env"])
-    if "fds" in request:  # a torchrun worker: its launcher's streams, unbuffered as `python -u` makes them
+    if request.get("file_size_limit") is not None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (request["file_size_limit"],) * 2)
+    if "fds" in request:  # a launcher's command: its streams, and SIGINT as the launcher's interpreter started with
         for fd, target in enumerate(request["fds"]):
             os.dup2(target, fd)
             os.close(target)
-        for fd, name in ((1, "stdout"), (2, "stderr")):
+        signal.signal(signal.SIGINT, signal.SIG_IGN if request["sigint_ignored"] else signal.default_int_handler)
+        for fd, name in ((1, "stdout"), (2, "stderr")) if request["unbuffered"] else ():  # as `python -u` makes them
             stream = getattr(sys, name)
             setattr(sys, name, io.TextIOWrapper(io.FileIO(fd, "w", closefd=False), encoding=stream.encoding,
                                                 errors=stream.errors, write_through=True))
@@ -287,7 +363,7 @@ def _become(request: dict) -> None:
             os.close(target)
     sys.path[0] = os.getcwd()  # as `python -m` puts the working directory first
     sys.argv = ["-m", *request["argv"]]
-    runpy.run_module("doubles", run_name="__main__", alter_sys=True)
+    runpy.run_module(request["module"], run_name="__main__", alter_sys=True)
 
 
 if __name__ == "__main__":
