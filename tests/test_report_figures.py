@@ -1,4 +1,5 @@
-"""A report figure's files (lm_eval_ext/report/figures.py): one layout for the PNG and the SVG, the same bytes each time."""
+"""A report figure's files (lm_eval_ext/report/figures.py): one layout for the PNG and the SVG, the same bytes
+each time."""
 from __future__ import annotations
 
 from lm_eval_ext.report.figures import new_figure, save

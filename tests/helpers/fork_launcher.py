@@ -1,4 +1,5 @@
-"""A command's interpreter, as the suite runs it: ``fork_launcher.py ADDRESS [--pid-fd FD] [-u] -m doubles ARGS...``.
+"""A command's interpreter, as the suite runs it: ``fork_launcher.py ADDRESS [--pid-fd FD] [-u] -m doubles ARGS...``
+(or ``-m doubles.MODULE``).
 
 torchrun starts each worker as ``$PYTHON_EXEC -u -m MODULE ARGS...``; helpers/preforked.py points ``PYTHON_EXEC`` at
 a script running this file with ``python -S`` (nothing but the standard library: it starts in milliseconds), and

@@ -86,12 +86,14 @@ def _limit_file_size(limit: int | None):
 def run(cmd, *, cwd=None, env: dict | None = None, timeout: float | None = None, input: str | None = None,
         fresh: bool = False, file_size_limit: int | None = None) -> subprocess.CompletedProcess:
     """``subprocess.run(cmd, cwd=cwd, env=env, input=input, capture_output=True, text=True, timeout=timeout)``,
-    a ``python -m doubles`` command forked from a preloaded server unless ``fresh``. With ``file_size_limit``, no
-    file the command writes grows past that many bytes (RLIMIT_FSIZE: a write past it fails as on a full disk)."""
+    a ``python -m doubles[.MODULE]`` command forked from a preloaded server unless ``fresh``. With
+    ``file_size_limit``, no file the command writes grows past that many bytes (RLIMIT_FSIZE: a write past it
+    fails as on a full disk); ``torchrun`` then starts its workers as usual, so that they inherit the limit."""
     global served
     cmd = [str(c) for c in cmd]
     env = dict(os.environ if env is None else env)
-    workers = cmd[0] == TORCHRUN and "-m" in cmd and cmd[cmd.index("-m") + 1:][:1] == ["doubles"]
+    workers = (cmd[0] == TORCHRUN and "-m" in cmd and cmd[cmd.index("-m") + 1:][:1] == ["doubles"]
+               and file_size_limit is None)
     server = None if fresh or not (workers or _doubles_module(cmd)) else _server(env, idle=True)
     if server is None:
         return subprocess.run(cmd, cwd=cwd, env=env, input=input, capture_output=True, text=True, timeout=timeout,
@@ -100,8 +102,7 @@ def run(cmd, *, cwd=None, env: dict | None = None, timeout: float | None = None,
         if workers:  # torchrun itself starts as usual; its workers fork from the server (module docstring)
             before = server.forked()
             proc = subprocess.run(cmd, cwd=cwd, env={**env, "PYTHON_EXEC": server.launcher}, input=input,
-                                  capture_output=True, text=True, timeout=timeout,
-                                  preexec_fn=_limit_file_size(file_size_limit))
+                                  capture_output=True, text=True, timeout=timeout)
             served += server.forked() - before
         else:
             proc = server.run(cmd, cwd=os.fspath(cwd or os.getcwd()), env=env, timeout=timeout, input=input,
