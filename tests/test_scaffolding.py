@@ -403,7 +403,7 @@ def test_a_doubles_command_a_test_signals_forks_and_takes_its_signals_as_a_fresh
     from helpers import preforked
     from helpers.files import subprocess_env
 
-    def ended(start, sigint, signum) -> tuple[int, bool]:
+    def ended(start, sigint, signum) -> tuple[int, bool, bool]:
         proc = start([sys.executable, "-m", "doubles.stub_openai"], env=subprocess_env(), cwd=tmp_path,
                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                      preexec_fn=lambda: signal.signal(signal.SIGINT, sigint))

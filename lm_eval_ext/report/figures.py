@@ -55,8 +55,8 @@ def render(figure: Figure, kind: str) -> bytes:
 def save(figure: Figure, directory: Path, name: str) -> tuple[Path, Path]:
     """Write ``<name>.png`` and ``<name>.svg`` into ``directory`` (atomically); returns both paths.
 
-    The layout is computed once, for the PNG, and the SVG keeps it: with no layout engine left, saving does not
-    draw the figure an extra time to lay it out (a report renders about 15% faster)."""
+    The layout is computed once, for the PNG, and the figure keeps it for the SVG: with no layout engine left,
+    saving does not draw the figure an extra time to lay it out (drawing is most of a report's time)."""
     png = write_bytes(directory / f"{name}.png", render(figure, "png"))
     # None means "no engine" only while these settings are off (otherwise it picks the one they name)
     with rc_context({"figure.autolayout": False, "figure.constrained_layout.use": False}):
