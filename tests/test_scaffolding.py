@@ -370,6 +370,63 @@ def test_a_doubles_command_forked_from_the_preloaded_server_ends_as_a_fresh_one(
             server.stop()
 
 
+# module -> (its source, exit status, standard output): what an interpreter does as it ends
+ENDINGS = {
+    "interrupted": ('import atexit, threading, time\n'
+                    'atexit.register(lambda: print("atexit ran"))\n'
+                    'threading.Thread(target=lambda: (time.sleep(0.1), print("thread done"))).start()\n'
+                    'print("main")\n'
+                    'raise KeyboardInterrupt\n', -2, "main\nthread done\natexit ran\n"),
+    "status": ('import sys\nprint("unflushed", end="")\nsys.exit(3)\n', 3, "unflushed"),
+    "message": ('import sys\nsys.exit({"not": "a status"})\n', 1, ""),
+    "error": ('raise ValueError("the last line")\n', 1, ""),
+    "flush_fails": ('import os\nprint("never written")\nos.close(1)\n', 120, ""),
+    "c_stdio": ('import ctypes\nctypes.CDLL(None).printf(b"from C\\n")\n', 0, "from C\n"),  # C's buffered stdout
+    # a file a library's module holds: only the teardown of that module flushes it
+    "left_open": ('import json\njson.handle = open("left-open.txt", "w")\njson.handle.write("written, never closed")\n',
+                  0, ""),
+}
+
+
+@pytest.mark.slow
+def test_a_forked_command_ends_as_a_fresh_interpreter_ends_it(tmp_path, monkeypatch):
+    """helpers/preforked.py leaves out the teardown of a forked command's objects; everything else a fresh
+    ``python -m`` does as it ends still happens: the traceback, SystemExit's status and message, non-daemon
+    threads joined, atexit, files left open flushed, an uncaught KeyboardInterrupt ending it by SIGINT."""
+    import subprocess
+    import sys
+
+    from helpers import preforked
+    from helpers.files import subprocess_env
+
+    modules = tmp_path / "modules"
+    modules.mkdir()
+    for name, (source, _, _) in ENDINGS.items():
+        (modules / f"{name}.py").write_text(source)
+    # buffered standard streams (PYTHONUNBUFFERED, which a machine may set, makes C's and Python's write through)
+    env = subprocess_env({"PYTHONPATH": str(modules), "PREFORKED_PRELOAD": "", "PYTHONUNBUFFERED": ""})
+    monkeypatch.setattr(preforked, "_servers", {})  # a server of its own: the worker's servers stay for other tests
+    server = preforked._server(env, idle=True)
+    try:
+        for name, (_, status, stdout) in ENDINGS.items():
+            ends = {}
+            for how in ("fresh", "forked"):
+                cwd = tmp_path / name / how
+                cwd.mkdir(parents=True)
+                cmd = [sys.executable, "-m", name]
+                ends[how] = (subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=60)
+                             if how == "fresh" else
+                             server.run(cmd, cwd=str(cwd), env=env, timeout=60, input=None, file_size_limit=None))
+                files = {path.name: path.read_text() for path in cwd.iterdir()}
+                ends[how] = (ends[how].returncode, ends[how].stdout, ends[how].stderr.splitlines()[-1:], files)
+            assert ends["forked"] == ends["fresh"], name
+            assert ends["fresh"][:2] == (status, stdout), name
+        assert ends["fresh"][3] == {"left-open.txt": "written, never closed"}
+    finally:
+        server.busy.release()
+        server.stop()
+
+
 @pytest.mark.slow
 def test_torchruns_workers_fork_from_the_server_and_end_as_fresh_ones(run_cli, tmp_path):
     """helpers/preforked.py, fork_launcher.py: under ``torchrun -m doubles``, each worker is forked from the server
