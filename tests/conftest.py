@@ -82,7 +82,7 @@ def pytest_configure(config):
 
 
 # Fixtures that start processes: a subprocess per call (run_cli) or harness runs built once per test run.
-SLOW_FIXTURES = {"run_cli", "plain_task_listing", "plain_task_listing_with_tasks_dir", "tiny_model_dir",
+SLOW_FIXTURES = {"run_cli", "plain_task_listing", "plain_task_listing_with_tasks_dir", "tiny_model_dir", "plugin_wheel",
                  "lieder_scripted", "lieder_tiny", "litm_scripted", "magnifico_scripted", "elitr_scripted"}
 
 
@@ -175,6 +175,31 @@ def run_cli(tmp_path):
                             file_size_limit=file_size_limit)
 
     return run
+
+
+@pytest.fixture(scope="session")
+def source_tree_builds(tmp_path_factory):
+    """A lock (filelock) to hold while pip builds the plugin from the checkout: setuptools writes the checkout's own
+    ``build/`` and ``lm_eval_ext.egg-info/``, so two builds at once (one per xdist worker) spoil each other's files."""
+    from filelock import FileLock
+
+    return FileLock(str(tmp_path_factory.getbasetemp().parent / "source-tree-builds.lock"))
+
+
+@pytest.fixture(scope="session")
+def plugin_wheel(tmp_path_factory, source_tree_builds) -> Path:
+    """The plugin's wheel, ``pip wheel`` of this checkout, built once per test run (asserts that it builds)."""
+    from helpers.once import built_once
+
+    def build(directory: Path) -> Path:
+        with source_tree_builds:
+            proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w",
+                                   str(directory), str(PROJECT_ROOT)], capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr
+        (built,) = directory.glob("lm_eval_ext-*.whl")
+        return built
+
+    return built_once(tmp_path_factory, "plugin_wheel", build)
 
 
 def _listing_once(tmp_path_factory, name: str, with_tasks_dir: bool) -> subprocess.CompletedProcess:

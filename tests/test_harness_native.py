@@ -244,20 +244,8 @@ def test_every_task_yaml_declares_the_metrics_every_document_reports():
         assert "version" in (cfg.get("metadata") or {}), f"{name} has no metadata.version"
 
 
-@pytest.fixture(scope="module")
-def wheel(tmp_path_factory) -> Path:
-    """The plugin's wheel, built from this checkout."""
-    folder = tmp_path_factory.mktemp("wheel")
-    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w", str(folder),
-                           str(ROOT)], capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr
-    (built,) = folder.glob("lm_eval_ext-*.whl")
-    return built
-
-
-@pytest.mark.slow
-def test_the_wheel_holds_only_what_users_run(wheel):
-    names = zipfile.ZipFile(wheel).namelist()
+def test_the_wheel_holds_only_what_users_run(plugin_wheel):
+    names = zipfile.ZipFile(plugin_wheel).namelist()
     (info,) = {n.split("/")[0] for n in names if n.split("/")[0].endswith(".dist-info")}
     assert {n.split("/")[0] for n in names} == {"lm_eval_ext", info, "lm_eval_ext_autoload.pth"}
     shipped = {n for n in names if n.endswith(".py")}
@@ -269,7 +257,7 @@ def test_the_wheel_holds_only_what_users_run(wheel):
     assert not [n for n in names if any(word in n for word in ("testing", "doubles", "scripted", "stub", "conftest"))]
     points = configparser.ConfigParser()
     points.optionxform = str
-    points.read_string(zipfile.ZipFile(wheel).read(f"{info}/entry_points.txt").decode())
+    points.read_string(zipfile.ZipFile(plugin_wheel).read(f"{info}/entry_points.txt").decode())
     assert {group: dict(points[group]) for group in points.sections()} == {
         "console_scripts": {"lm-eval-ext": "lm_eval_ext.cli:main"},
         "lm_eval.models": {"ext-replay": "lm_eval_ext.models.replay:ReplayLM"},
@@ -297,7 +285,7 @@ def _validate(python: Path, run_cli, *tasks: str):
 @pytest.mark.slow
 @skip_where_broken("validate")
 @pytest.mark.parametrize("editable", [False, True])
-def test_install_then_uninstall_in_a_fresh_venv(tmp_path, run_cli, editable, request):
+def test_install_then_uninstall_in_a_fresh_venv(tmp_path, run_cli, editable, request, source_tree_builds):
     python = _fresh_venv(tmp_path)
     site = Path(subprocess.check_output([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                                         text=True).strip())
@@ -306,10 +294,12 @@ def test_install_then_uninstall_in_a_fresh_venv(tmp_path, run_cli, editable, req
     # take it as already installed (a non-editable install, as in CI)
     pip = [sys.executable, "-m", "pip", "--python", str(python)]
     if editable:
-        install = [*pip, "install", "--no-deps", "--ignore-installed", "--no-build-isolation", "-e", str(ROOT)]
+        with source_tree_builds:
+            proc = run_cli([*pip, "install", "--no-deps", "--ignore-installed", "--no-build-isolation", "-e", str(ROOT)],
+                           timeout=300)
     else:
-        install = [*pip, "install", "--no-deps", "--ignore-installed", str(request.getfixturevalue("wheel"))]
-    proc = run_cli(install, timeout=300)
+        proc = run_cli([*pip, "install", "--no-deps", "--ignore-installed", str(request.getfixturevalue("plugin_wheel"))],
+                       timeout=300)
     assert proc.returncode == 0, proc.stderr
     hook = (site / "lm_eval_ext_autoload.pth").read_text()
     assert hook.startswith("import sys; exec(") and hook.count("\n") == 1  # one line, the hook's source
