@@ -1,5 +1,5 @@
-"""Shared fixtures: the tiny hf model, the OpenAI stub server, the data mirror, a CLI runner, and result
-directories written by the real harness (built by tests/helpers/scripted.py, once per test run).
+"""Shared fixtures: the tiny hf model, the OpenAI stub server, the data mirror, a CLI runner, the plugin's wheel, and
+result directories written by the real harness (built by tests/helpers/scripted.py, once per test run).
 
 The test doubles (tests/doubles) are registered with the harness here for this process; subprocesses
 that need them run ``python -m doubles lm_eval ...`` (``doubles.LM_EVAL`` / ``doubles.LM_EVAL_EXT``).
