@@ -392,7 +392,8 @@ ENDINGS = {
 def test_a_forked_command_ends_as_a_fresh_interpreter_ends_it(tmp_path, monkeypatch):
     """helpers/preforked.py leaves out the teardown of a forked command's objects; everything else a fresh
     ``python -m`` does as it ends still happens: the traceback, SystemExit's status and message, non-daemon
-    threads joined, atexit, files left open flushed, an uncaught KeyboardInterrupt ending it by SIGINT."""
+    threads joined, atexit, files left open flushed, Python's and C's standard output flushed (120 when that fails),
+    an uncaught KeyboardInterrupt ending it by SIGINT."""
     import subprocess
     import sys
 
@@ -414,11 +415,11 @@ def test_a_forked_command_ends_as_a_fresh_interpreter_ends_it(tmp_path, monkeypa
                 cwd = tmp_path / name / how
                 cwd.mkdir(parents=True)
                 cmd = [sys.executable, "-m", name]
-                ends[how] = (subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=60)
-                             if how == "fresh" else
-                             server.run(cmd, cwd=str(cwd), env=env, timeout=60, input=None, file_size_limit=None))
+                proc = (subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=60)
+                        if how == "fresh" else
+                        server.run(cmd, cwd=str(cwd), env=env, timeout=60, input=None, file_size_limit=None))
                 files = {path.name: path.read_text() for path in cwd.iterdir()}
-                ends[how] = (ends[how].returncode, ends[how].stdout, ends[how].stderr.splitlines()[-1:], files)
+                ends[how] = (proc.returncode, proc.stdout, proc.stderr.splitlines()[-1:], files)
             assert ends["forked"] == ends["fresh"], name
             assert ends["fresh"][:2] == (status, stdout), name
         assert ends["fresh"][3] == {"left-open.txt": "written, never closed"}
