@@ -6,9 +6,10 @@ suite starts many such commands. :func:`run` is ``subprocess.run(cmd, capture_ou
 ``python -m doubles`` command it asks a server (``python -m helpers.preforked``, one per pytest process and
 environment, started on first use) that imported those libraries once to fork. The child takes the command's
 working directory, environment, standard streams and ``sys.argv``, then runs the module as ``python -m`` does and
-ends as an interpreter ends (exit status, traceback, ``atexit``). Nothing of the harness or the plugin is imported
-before the fork. The server freezes its objects (``gc.freeze``) before it forks: a child's garbage collections then
-leave the preloaded objects, and the memory pages they share with the server, untouched.
+ends as an interpreter ends (exit status, traceback, ``atexit``), but without tearing down its objects
+(:func:`_end_as_an_interpreter`). Nothing of the harness or the plugin is imported before the fork. The server freezes
+its objects (``gc.freeze``) before it forks: a child's garbage collections then leave the preloaded objects, and the
+memory pages they share with the server, untouched.
 
 A few environment variables are read when those libraries are imported (the Hugging Face and torch settings,
 ``PYTHONPATH``, ``HOME``, the plugin's start-up switch, those of tests/startup): a command whose values of them differ
