@@ -416,7 +416,8 @@ def _end_as_an_interpreter(main) -> NoReturn:
 
 
 def _exit_status(code) -> int:
-    """The exit status of ``SystemExit(code)`` (Python/pythonrun.c, _Py_HandleSystemExit); prints a message code."""
+    """The exit status of ``SystemExit(code)`` (Python/pythonrun.c, _Py_HandleSystemExit); a code that is not a number
+    is a message, printed to stderr as the interpreter prints it."""
     if code is None:
         return 0
     if isinstance(code, int):
