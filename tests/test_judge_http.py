@@ -1,16 +1,19 @@
-"""The judge's HTTP transport (lm_eval_ext/judge/http.py): proxies from the environment, a caller with its own
-event loop, and what is left running once the client is closed."""
+"""The judge's HTTP transport (lm_eval_ext/judge/http.py): proxies from the environment, certificates, a caller with its
+own event loop, and what is left running once the client is closed."""
 from __future__ import annotations
 
 import asyncio
 import base64
 import socket
 import threading
+from pathlib import Path
 
+import certifi
 import pytest
 
 from lm_eval_ext.judge import judge_many
 from lm_eval_ext.judge.client import CallBudget, JudgeClient, TransientError
+from lm_eval_ext.judge.http import tls_context
 from doubles.stub_openai import StubOpenAIServer
 from helpers.judge import FAKE_KEY, KEY_ENV, config, items, score_by_index
 
@@ -108,3 +111,21 @@ def test_closing_the_client_stops_its_thread(tmp_path, no_proxy_env):
         [started] = loops() - before  # one loop, started by the first call
         client.close()
     assert not started.is_alive()
+
+
+def test_the_certificates_are_read_once_for_each_setting(tmp_path, monkeypatch):
+    """Transports share one TLS context while SSL_CERT_FILE and SSL_CERT_DIR keep their values; a new value gets a
+    context of its own, that trusts what the variable names."""
+    for name in ("SSL_CERT_FILE", "SSL_CERT_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    default = tls_context()
+    assert tls_context() is default and len(default.get_ca_certs()) > 100  # certifi's bundle
+    bundle = Path(certifi.where()).read_text(encoding="ascii")
+    end = "-----END CERTIFICATE-----"
+    one = tmp_path / "one.pem"
+    one.write_text(bundle[:bundle.index(end) + len(end)] + "\n", encoding="ascii")
+    monkeypatch.setenv("SSL_CERT_FILE", str(one))
+    only_one = tls_context()
+    assert only_one is not default and len(only_one.get_ca_certs()) == 1 and tls_context() is only_one
+    monkeypatch.delenv("SSL_CERT_FILE")
+    assert tls_context() is default

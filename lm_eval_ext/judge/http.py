@@ -13,7 +13,8 @@ What the transport keeps from the ``httpx`` client it replaces:
   either case), as ``httpx`` and the ``openai`` client read them; the judge talks to one host, so the
   proxy is chosen once, not looked up again (in a thread) for every request as ``aiohttp``'s
   ``trust_env`` would;
-- **certificates**: ``httpx``'s TLS context (``certifi``, or ``SSL_CERT_FILE`` / ``SSL_CERT_DIR``);
+- **certificates**: ``httpx``'s TLS context (``certifi``, or ``SSL_CERT_FILE`` / ``SSL_CERT_DIR``), made once
+  per process for each value of those two variables (:func:`tls_context`);
 - **kept-alive connections**, as many as requests in flight (the judge's ``concurrency``).
 
 :meth:`Transport.fetch` bounds a request by a deadline over the whole call and by a size cap on the
@@ -24,6 +25,9 @@ from __future__ import annotations
 import asyncio
 import base64
 import concurrent.futures
+import functools
+import os
+import ssl
 import threading
 import time
 import urllib.parse
@@ -63,6 +67,19 @@ def env_proxy(url: str) -> tuple[str | None, str | None]:
     return bare, "Basic " + base64.b64encode(credentials.encode()).decode()
 
 
+def tls_context() -> ssl.SSLContext:
+    """``httpx.create_ssl_context()`` for the current ``SSL_CERT_FILE`` and ``SSL_CERT_DIR``, shared by the judge's
+    transports: reading the certificates takes about 40 ms, which a run would otherwise pay for each of them (the
+    judge's probe, each judged task)."""
+    return _tls_context(os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
+
+
+@functools.lru_cache(maxsize=None)
+def _tls_context(cert_file: str | None, cert_dir: str | None) -> ssl.SSLContext:
+    # the two variables key the cache; httpx reads them itself
+    return httpx.create_ssl_context()
+
+
 class Transport:
     """HTTP requests to one judge endpoint, from any thread; the loop and its thread start on the first."""
 
@@ -96,7 +113,7 @@ class Transport:
             return self._loop
 
     async def _open(self) -> aiohttp.ClientSession:
-        connector = aiohttp.TCPConnector(limit=self._connections, ssl=httpx.create_ssl_context())
+        connector = aiohttp.TCPConnector(limit=self._connections, ssl=tls_context())
         return aiohttp.ClientSession(connector=connector, trust_env=False)
 
     def submit(self, call) -> concurrent.futures.Future:
