@@ -1,15 +1,22 @@
 """Writing a file so that it is either whole under its final name or not there at all.
 
 Every file the plugin writes (reports, exports, the leaderboard site, saved answers, judge
-validations, downloaded data) goes through :func:`atomic_open`: the content goes to a temporary
-file beside the final one (``.<name>.<random>.part``), which is flushed, synced and renamed into
-place only when the write finished. A failed or interrupted write (a full disk, an exception,
-Ctrl-C) removes the temporary file, so no partial file ever sits under the final name, and an
-older file of that name stays as it was.
+validations, generated stimuli, downloaded data) goes through :func:`atomic_open`: the content goes
+to a temporary file beside the final one (``.<name>.<random>.part``), which is flushed, synced and
+renamed into place only when the write finished. A failed or interrupted write (a full disk, an
+exception, Ctrl-C) removes the temporary file, so no partial file ever sits under the final name,
+and an older file of that name stays as it was.
 
 The temporary file is created as ``open()`` creates files (mode 0666 minus the user's umask,
 so 0644 under umask 022), not private as :func:`tempfile.mkstemp` would make it: a web server
 can serve the site and a colleague can read the report.
+
+A command writing where the user told it to (``--output``, ``--output-dir``) uses :func:`output_dir`,
+:func:`write_bytes` and :func:`write_text`: a write the system refuses there (read-only or full disk,
+a file where a directory should be, no permission) is an :class:`OutputError`, one paragraph naming
+the path and the option to change, never a traceback. :func:`atomic_open` and
+:func:`atomic_write_bytes` leave the ``OSError`` to callers that explain it their own way (the data
+layer's cache, the saved answers).
 """
 from __future__ import annotations
 
@@ -18,6 +25,8 @@ import secrets
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Iterator
+
+from .errors import UserError
 
 _ATTEMPTS = 100  # random names tried before giving up (each collision is a 1 in 2**32 event)
 
@@ -64,6 +73,35 @@ def atomic_write_bytes(final: str | Path, data: bytes) -> None:
         handle.write(data)
 
 
-def atomic_write_text(final: str | Path, text: str, encoding: str = "utf-8") -> None:
-    """Write ``text`` to ``final`` (see :func:`atomic_open`)."""
-    atomic_write_bytes(final, text.encode(encoding))
+class OutputError(UserError):
+    """An output file or directory cannot be written."""
+
+
+def _error(path: Path, err: OSError, option: str) -> OutputError:
+    reason = err.strerror or str(err)
+    return OutputError(f"Cannot write {path}: {reason} (errno {err.errno}). Nothing was left half-written; give "
+                       f"{option} a directory on a disk that is writable and has free space.")
+
+
+def output_dir(path: str | Path, option: str = "--output") -> Path:
+    """Create the directory ``path`` (and its parents) if needed; ``option`` names the flag that chose it."""
+    path = Path(path)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise _error(path, err, option) from None
+    return path
+
+
+def write_bytes(path: Path, data: bytes, option: str = "--output") -> Path:
+    """Write ``data`` to ``path`` atomically; returns ``path``. A refused write is an :class:`OutputError`."""
+    try:
+        atomic_write_bytes(path, data)
+    except OSError as err:
+        raise _error(path, err, option) from None
+    return path
+
+
+def write_text(path: Path, text: str, option: str = "--output") -> Path:
+    """Write ``text`` (UTF-8) to ``path`` atomically; returns ``path``. A refused write is an :class:`OutputError`."""
+    return write_bytes(path, text.encode("utf-8"), option)

@@ -97,10 +97,10 @@ def test_a_write_that_fails_midway_leaves_nothing_under_the_final_name(mode, tmp
 
 
 def test_a_failed_rewrite_keeps_the_old_file_and_an_interrupt_leaves_no_temp_file(tmp_path):
-    from lm_eval_ext.atomic_write import atomic_open, atomic_write_text
+    from lm_eval_ext.atomic_write import atomic_open, write_text
 
     final = tmp_path / "record.json"
-    atomic_write_text(final, '{"old": true}\n')
+    write_text(final, '{"old": true}\n')
     for error in (_DiskFull("no space left"), KeyboardInterrupt()):
         with pytest.raises(type(error)):
             with atomic_open(final, "w", encoding="utf-8") as handle:

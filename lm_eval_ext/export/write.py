@@ -1,7 +1,7 @@
 """Writing leaderboard records: one JSON file per model and one CSV with a row per model.
 
 Everything is read, built and validated before the output directory is touched; files are
-written atomically (:mod:`lm_eval_ext.results.output`).
+written atomically (:mod:`lm_eval_ext.atomic_write`).
 """
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import re
 from datetime import datetime, timezone
 from pathlib import Path
 
+from ..atomic_write import output_dir, write_text
 from ..results.load import load_models
-from ..results.output import output_dir, write_text
 from .judge_validation import read_validation
 from .leaderboard import csv_row, leaderboard_record
 from .schema import ExportError, validate_record

@@ -147,7 +147,7 @@ def validate_command(args: argparse.Namespace) -> int:
 
 
 def _write_files(report: dict, out: Path, plot) -> dict[str, str]:
-    from ..results.output import output_dir, write_bytes, write_text
+    from ..atomic_write import output_dir, write_bytes, write_text
 
     output_dir(out, "--output-dir")
     files = {

@@ -17,8 +17,8 @@ from pathlib import Path
 import jinja2
 
 from .. import __version__
+from ..atomic_write import output_dir, write_text
 from ..paths import templates_dir
-from ..results.output import output_dir, write_text
 from .records import LeaderboardError
 
 WORKFLOW = Path(".github/workflows/leaderboard.yml")

@@ -28,9 +28,9 @@ from importlib import resources
 from pathlib import Path
 
 from .. import __version__
+from ..atomic_write import output_dir, write_bytes, write_text
 from ..export.benchmarks import BENCHMARKS, Benchmark
 from ..report.pages import render
-from ..results.output import output_dir, write_bytes, write_text
 from .records import Entry
 from .validate import validation_of
 

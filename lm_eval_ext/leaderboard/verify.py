@@ -23,11 +23,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from .. import __version__
+from ..atomic_write import write_text
 from ..data import sha256_of
 from ..export.leaderboard import chosen_tasks
 from ..export.provenance import VERIFIED, model_revision, seal
 from ..results.load import Model, load_models
-from ..results.output import write_text
 from .records import LeaderboardError, read_records
 from .validate import check_record
 

@@ -1,7 +1,7 @@
 """Building a report: load the runs, build every section, write figures, tables and the page.
 
 The inputs are read and every section is built before anything is written, so a wrong input
-leaves no output directory behind; files are written atomically (:mod:`lm_eval_ext.results.output`).
+leaves no output directory behind; files are written atomically (:mod:`lm_eval_ext.atomic_write`).
 """
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from .. import __version__
+from ..atomic_write import output_dir, write_text
 from ..published import Published, load_published
 from ..results.load import Model, load_models
-from ..results.output import output_dir, write_text
 from ..results.status import run_status
 from .blocks import Figure, Note, Section, Table
 from .html import render_page, section_data

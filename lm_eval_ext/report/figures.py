@@ -12,7 +12,7 @@ from pathlib import Path
 from matplotlib import colormaps, rc_context
 from matplotlib.figure import Figure
 
-from ..results.output import write_bytes
+from ..atomic_write import write_bytes
 
 # Dates and tool versions are left out so that the same results give byte-identical files.
 _METADATA = {"png": {"Software": None}, "svg": {"Date": None, "Creator": None}}

@@ -6,7 +6,7 @@ import io
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..results.output import write_text
+from ..atomic_write import write_text
 from .blocks import Figure, Table
 from .figures import save
 

@@ -5,8 +5,7 @@
   items skipped) or truncated;
 - :mod:`.lieder`: what LIEDER's sample logs give beyond the results file (the human-baseline
   comparison and the base vs diff novelty test), shared by the report and the export;
-- :mod:`.stats`: the exact paired tests;
-- :mod:`.output`: writing files atomically, with write errors as one paragraph.
+- :mod:`.stats`: the exact paired tests.
 
 This package sits below :mod:`lm_eval_ext.report`, :mod:`lm_eval_ext.export`,
 :mod:`lm_eval_ext.published` and :mod:`lm_eval_ext.leaderboard`, which all read results
