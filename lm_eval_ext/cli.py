@@ -1,10 +1,10 @@
 """The ``lm-eval-ext`` command line: one argparse sub-command per command group, each in its own module.
 
 Every command group (``run``, ``check``, ``resume``, ``tasks-dir``, ``data``, ``elitr``, ``report``,
-``export``, ``leaderboard``, ``judge``, ``lieder``) has a module with an ``add_<group>_parser(subparsers)``
-that registers it; each leaf sets ``func(args) -> int`` (the exit code). The commands that hand their
-flags on to ``lm_eval run`` (``run``, ``check``, ``resume``) set ``harness_flags``: the flags this parser
-does not know go there, unparsed, for the harness's own parser.
+``export``, ``leaderboard``, ``judge``, ``lieder``) has a module of :mod:`lm_eval_ext.commands` named for
+it, with an ``add_<group>_parser(subparsers)`` that registers it; each leaf sets ``func(args) -> int`` (the
+exit code). The commands that hand their flags on to ``lm_eval run`` (``run``, ``check``, ``resume``) set
+``harness_flags``: the flags this parser does not know go there, unparsed, for the harness's own parser.
 """
 from __future__ import annotations
 
@@ -18,16 +18,16 @@ from . import __version__
 
 def _parser() -> argparse.ArgumentParser:
     from .commands.check import add_check_parser
+    from .commands.data import add_data_parser
     from .commands.elitr import add_elitr_parser
+    from .commands.export import add_export_parser
+    from .commands.judge import add_judge_parser
+    from .commands.leaderboard import add_leaderboard_parser
+    from .commands.lieder import add_lieder_parser
+    from .commands.report import add_report_parser
     from .commands.resume import add_resume_parser
     from .commands.run import add_run_parser
     from .commands.tasks_dir import add_tasks_dir_parser
-    from .data.cli import add_data_parser
-    from .export.cli import add_export_parser
-    from .judge.cli import add_judge_parser
-    from .leaderboard.cli import add_leaderboard_parser
-    from .lieder.cli import add_lieder_parser
-    from .report.cli import add_report_parser
 
     parser = argparse.ArgumentParser(
         prog="lm-eval-ext",

@@ -27,9 +27,8 @@ LAYERS = [
     {"lm_eval_ext.results", "lm_eval_ext.published"},
     # outputs
     {"lm_eval_ext.report", "lm_eval_ext.export", "lm_eval_ext.leaderboard"},
-    # commands
-    {"lm_eval_ext.commands", "lm_eval_ext.cli", "lm_eval_ext.data.cli", "lm_eval_ext.judge.cli",
-     "lm_eval_ext.report.cli", "lm_eval_ext.export.cli", "lm_eval_ext.leaderboard.cli", "lm_eval_ext.lieder.cli"},
+    # the command line
+    {"lm_eval_ext.commands", "lm_eval_ext.cli"},
 ]
 
 

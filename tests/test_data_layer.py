@@ -25,6 +25,7 @@ from urllib.parse import urlsplit
 import pooch.core
 import pytest
 
+from lm_eval_ext.commands.data import add_data_parser
 from lm_eval_ext.data import (
     DATASETS,
     DataError,
@@ -38,7 +39,6 @@ from lm_eval_ext.data import (
 from lm_eval_ext.data import download as download_module
 from lm_eval_ext.data import registry
 from lm_eval_ext.data.archives import read_members_by_suffix
-from lm_eval_ext.data.cli import add_data_parser
 from lm_eval_ext.data.registry import MANIFEST_PATH, dataset_files
 
 ENV_VARS = ("LM_EVAL_EXT_DATA_DIR", "LM_EVAL_EXT_CACHE_DIR", "LM_EVAL_EXT_SPIDER_DIR", "LM_EVAL_EXT_OFFLINE",

@@ -190,7 +190,7 @@ def test_nothing_to_export_is_one_clear_error(run_cli, tmp_path):
 def test_wheel_ships_the_schema(plugin_wheel):
     names = set(zipfile.ZipFile(plugin_wheel).namelist())
     assert "lm_eval_ext/export/schema/leaderboard.schema.json" in names
-    assert {"lm_eval_ext/report/cli.py", "lm_eval_ext/report/sections/lieder.py", "lm_eval_ext/export/cli.py"} <= names
+    assert {"lm_eval_ext/commands/report.py", "lm_eval_ext/report/sections/lieder.py", "lm_eval_ext/commands/export.py"} <= names
 
 
 def _all_results(out: Path) -> dict[str, list[dict]]:

@@ -206,7 +206,7 @@ def test_every_option_is_documented():
 def test_on_by_default_flags_can_be_turned_off():
     import argparse
 
-    from lm_eval_ext.judge.cli import add_judge_options, judge_flags_as_metadata
+    from lm_eval_ext.commands.judge import add_judge_options, judge_flags_as_metadata
 
     parser = argparse.ArgumentParser()
     add_judge_options(parser)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 
 from .. import boundary
-from ..judge.cli import add_judge_options, judge_flags_as_metadata
+from .judge import add_judge_options, judge_flags_as_metadata
 from .preflight import raise_on_failures, run_checks
 
 

@@ -11,7 +11,7 @@ from ..elitr.seed_summary import PAPER_SEEDS
 
 def add_elitr_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """Add ``elitr`` (``score``, ``seeds``, ``seeds-report``) to a CLI's subparsers; leaves set ``func(args) -> int``."""
-    from ..judge.cli import add_judge_options
+    from .judge import add_judge_options
 
     elitr = subparsers.add_parser("elitr", help="ELITR-Bench tools: score-only mode, seed runs",
                                   description="ELITR-Bench tools (tasks/elitr_bench/README.md).")
@@ -73,9 +73,9 @@ def add_elitr_parser(subparsers: argparse._SubParsersAction) -> argparse.Argumen
 
 def score_command(args: argparse.Namespace) -> int:
     """``lm-eval-ext elitr score``."""
-    from ..judge.cli import config_from_args
     from ..elitr.responses import load_answers
     from ..elitr.score import format_table, judged_verdicts, scores_by_model, stored_verdicts
+    from .judge import config_from_args
 
     answers, source = load_answers(args.path, score_field=args.score_field, model_name=args.model_name)
     judge_record = None

@@ -24,7 +24,7 @@ def add_report_parser(subparsers) -> None:
 
 def run_report(args) -> int:
     """Build the report and print where it is."""
-    from .build import build_report
+    from ..report.build import build_report
 
     report = build_report(args.results, args.output, args.title, published=args.published)
     print(f"wrote {report.page} ({len(report.sections) - 1} benchmark section(s), "

@@ -57,7 +57,7 @@ def add_leaderboard_parser(subparsers) -> None:
 
 def run_build(args) -> int:
     """Build the site and say where it is."""
-    from .build import build_site
+    from ..leaderboard.build import build_site
 
     site = build_site(args.records, args.output, published=args.published, title=args.title,
                       allow_empty=args.allow_empty)
@@ -72,7 +72,7 @@ def run_build(args) -> int:
 
 def run_init(args) -> int:
     """Write the repository and say what to do next."""
-    from .repository import init_repository
+    from ..leaderboard.repository import init_repository
 
     for path in init_repository(args.directory):
         print(f"wrote {path}")
@@ -83,7 +83,7 @@ def run_init(args) -> int:
 
 def run_verify(args) -> int:
     """Compare the record with the rerun; mark it verified or explain why not."""
-    from .verify import verify_record
+    from ..leaderboard.verify import verify_record
 
     done = verify_record(args.record, args.results, args.sigmas)
     print(f"verified {done.path}: {done.metrics} metric(s) of {done.tasks} task(s) agree with the rerun within "
@@ -93,8 +93,8 @@ def run_verify(args) -> int:
 
 def run_validate(args) -> int:
     """Check every record; print one line per record (and its problems)."""
-    from .records import read_records
-    from .validate import check_record
+    from ..leaderboard.records import read_records
+    from ..leaderboard.validate import check_record
 
     failed = 0
     for path, record in read_records(args.records):

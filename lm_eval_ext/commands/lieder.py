@@ -28,7 +28,7 @@ def add_lieder_parser(subparsers: argparse._SubParsersAction) -> argparse.Argume
 def generate_command(args: argparse.Namespace) -> int:
     """``lm-eval-ext lieder generate``."""
     from ..atomic_write import write_text
-    from .generator import read_lexicon, stimuli_jsonl
+    from ..lieder.generator import read_lexicon, stimuli_jsonl
 
     text, rows = stimuli_jsonl(read_lexicon(args.lexicon), args.stimulus_set)
     write_text(Path(args.output), text)

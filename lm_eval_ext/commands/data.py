@@ -4,11 +4,11 @@ import sys
 from collections import Counter
 from collections.abc import Callable
 
-from . import config
-from .errors import DataError
-from .registry import DATASETS, dataset_files
-from .resolve import local_candidates, resolve, sha256_of
-from .spider import spider_database_dir, spider_database_location
+from ..data import config
+from ..data.errors import DataError
+from ..data.registry import DATASETS, dataset_files
+from ..data.resolve import local_candidates, resolve, sha256_of
+from ..data.spider import spider_database_dir, spider_database_location
 
 
 def add_data_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:

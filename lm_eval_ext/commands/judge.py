@@ -17,7 +17,7 @@ import sys
 import time
 from pathlib import Path
 
-from .config import OPTIONS, JudgeConfig, cli_flag, metadata_name, resolve_config
+from ..judge.config import OPTIONS, JudgeConfig, cli_flag, metadata_name, resolve_config
 
 _DEST = "judge_option_"
 
@@ -96,7 +96,7 @@ def add_judge_parser(subparsers: argparse._SubParsersAction) -> argparse.Argumen
 
 def collect_command(args: argparse.Namespace) -> int:
     """``lm-eval-ext judge collect FILE``."""
-    from .batch import collect_file
+    from ..judge.batch import collect_file
 
     config = resolve_config(explicit={"cache": args.cache})
     stored, failed = collect_file(Path(args.path), config)
@@ -107,17 +107,17 @@ def collect_command(args: argparse.Namespace) -> int:
 
 def validate_command(args: argparse.Namespace) -> int:
     """``lm-eval-ext judge validate``."""
-    from .plot import plot_gold_bins
-    from .records import JudgeItem
-    from .validate import summary_lines, validation_report
-    from .validation_data import default_source, load_rows
+    from ..judge.plot import plot_gold_bins
+    from ..judge.records import JudgeItem
+    from ..judge.validate import summary_lines, validation_report
+    from ..judge.validation_data import default_source, load_rows
 
     rows = load_rows(args.path)
     source = args.path or default_source()
     judge_scores = judge_record = per_1000 = None
     if not args.from_file:
-        from .runner import Judge
-        from .usage import per_thousand
+        from ..judge.runner import Judge
+        from ..judge.usage import per_thousand
 
         judge = Judge(config_from_args(args))
         started = time.perf_counter()

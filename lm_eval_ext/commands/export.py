@@ -29,7 +29,7 @@ def add_export_parser(subparsers) -> None:
 
 def run_export(args) -> int:
     """Write the export and list the files."""
-    from .write import export_leaderboard
+    from ..export.write import export_leaderboard
 
     for path in export_leaderboard(args.results, args.output, allow_partial=args.allow_partial,
                                    judge_validation=args.judge_validation):
