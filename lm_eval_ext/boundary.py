@@ -17,8 +17,11 @@ installed harness no longer has or does otherwise, found by importing and inspec
    The plugin adds two types to every harness model: ``ext_conversation`` (dependent multi-turn
    generation, :mod:`lm_eval_ext.conversation`) and ``ext_withheld`` (a request the task decided
    not to send, e.g. a prompt longer than the model's context: answered with None, no model call).
-3. The harness's command line (``parse_run_args``) and task index (``task_index``), read by
-   ``lm-eval-ext run`` and ``lm-eval-ext check`` to check a run before the model is loaded.
+3. The harness's command line and its models, for the plugin's commands: ``lm_eval run``'s flags
+   parsed (``parse_run_args``) and made the run's configuration (``run_config``) as the harness does,
+   and its task index (``task_index``), read by ``lm-eval-ext run`` and ``check`` to check a run before
+   the model is loaded; the ``lm_eval`` command run in this process (``run_harness``); whether a model
+   is one of the harness's API models (``api_model``, for ``lm-eval-ext elitr seeds``).
 4. The harness's log (``install_log_filter``): its warning that a task's metrics were scored on
    different numbers of documents is kept only where a group over-weights one of them.
 5. What differs between the supported harness versions (``features``: lm-eval 0.4.12, 0.4.13 and
@@ -31,6 +34,7 @@ from __future__ import annotations
 import functools
 import importlib
 import importlib.metadata
+import importlib.util
 import inspect
 import logging
 import re
@@ -217,7 +221,9 @@ def _withheld(self, requests) -> list[None]:
     return [None] * len(requests)
 
 
-# -- 3. the harness's command line and task index ----------------------------------------------
+# -- 3. the harness's command line, task index and models ---------------------------------------
+
+API_MODELS = "lm_eval.models.api_models"  # the module of TemplateAPI, the base class of the harness's API models
 
 
 def parse_run_args(argv: list[str]):
@@ -226,6 +232,50 @@ def parse_run_args(argv: list[str]):
     from lm_eval._cli.harness import HarnessCLI
 
     return HarnessCLI()._parser.parse_args(["run", *argv])
+
+
+def run_config(args):
+    """The harness's ``EvaluatorConfig`` of a run, from its flags (:func:`parse_run_args`), as ``lm_eval run`` makes it.
+
+    Raises what the harness raises for flags it rejects (``ValueError``, ``TypeError``, ``FileNotFoundError``).
+    """
+    # Private: EvaluatorConfig is public (docs/python-api.md), its from_cli is not: it reads the namespace of the
+    # private parser above. The config it makes (the flags merged over --config's YAML, then validated) is the one
+    # the run gets. Checked on CHECKED_ON.
+    from lm_eval.config.evaluate_config import EvaluatorConfig
+
+    return EvaluatorConfig.from_cli(args)
+
+
+def _harness_command():
+    # Private: the harness documents the `lm_eval` command, not the function its console script calls.
+    from lm_eval.__main__ import cli_evaluate
+
+    return cli_evaluate
+
+
+def run_harness(argv: list[str]) -> None:
+    """Run ``lm_eval run ARGV`` in this process, as the ``lm_eval`` command runs it."""
+    # In this process, so that what lm-eval-ext run set up (the plugin activated, the task index, the handlers
+    # of Ctrl-C and SIGTERM) holds for the run. The function reads sys.argv, as a console script does. Checked
+    # on CHECKED_ON.
+    command = _harness_command()
+    sys.argv = ["lm_eval", "run", *argv]
+    command()
+
+
+def _template_api():
+    # Private: docs/API_guide.md describes TemplateAPI and its `seed` argument, not the module it is in.
+    return importlib.import_module(API_MODELS).TemplateAPI
+
+
+def api_model(model_class) -> bool:
+    """Whether ``model_class`` (a harness model class, as ``get_model`` gives it) is one of the harness's API models
+    (``TemplateAPI``), which send their ``seed`` model argument with each request."""
+    # Every API model's module has imported TemplateAPI's, so a process that has not uses none, and it is not imported
+    # for the others: it needs the harness's `api` extra (aiohttp), without which it fails to import. Checked on
+    # CHECKED_ON.
+    return API_MODELS in sys.modules and isinstance(model_class, type) and issubclass(model_class, _template_api())
 
 
 class IndexEntry(NamedTuple):
@@ -473,6 +523,26 @@ def _scorer_takes_plugin_metrics() -> bool:
     return numbers.get("probe,n") == 0.5 and count == 2 and hasattr(scorer, "reduced_docs")
 
 
+def _run_config_holds_the_flags() -> bool:
+    config = run_config(parse_run_args(["--model", "hf", "--tasks", "x"]))
+    return config.model == "hf" and config.tasks == ["x"]
+
+
+def _harness_command_is_lm_eval() -> bool:
+    command = _harness_command()
+    inspect.signature(command).bind()  # called with no argument, as a console script calls it
+    scripts = {point.name: point.value for point in importlib.metadata.distribution("lm_eval").entry_points
+               if point.group == "console_scripts"}
+    return scripts.get("lm_eval") == f"{command.__module__}:{command.__name__}"
+
+
+def _api_models_take_seed() -> bool:
+    if importlib.util.find_spec("aiohttp") is None:
+        # without the harness's `api` extra no API model can run, and the module cannot be imported to look inside
+        return importlib.util.find_spec(API_MODELS) is not None
+    return "seed" in inspect.signature(_template_api().__init__).parameters
+
+
 def _feature_checks(found: HarnessFeatures) -> list[tuple[str, Callable[[], bool]]]:
     """(internal, check) for the way ``found`` says this harness does each thing (section 4)."""
     from lm_eval.api.task import ConfigurableTask
@@ -551,7 +621,11 @@ def missing_internals() -> list[str]:
     need("lm_eval.tasks._index.Kind.GROUP / TAG",
          lambda: {"GROUP", "TAG"} <= set(module("lm_eval.tasks._index").Kind.__members__))
     need("lm_eval._cli.harness.HarnessCLI()._parser with a 'run' command",
-         lambda: module("lm_eval._cli.harness").HarnessCLI()._parser.parse_args(["run", "--tasks", "x"]).tasks == ["x"])
+         lambda: parse_run_args(["--tasks", "x"]).tasks == ["x"])
+    need("lm_eval.config.evaluate_config.EvaluatorConfig.from_cli(the namespace of `lm_eval run`'s flags)",
+         _run_config_holds_the_flags)
+    need("lm_eval.__main__.cli_evaluate(), the function of the `lm_eval` command", _harness_command_is_lm_eval)
+    need(f"{API_MODELS}.TemplateAPI taking seed=, the base class of the harness's API models", _api_models_take_seed)
     need("lm_eval.api.registry.model_registry.register(name, target='module:Class')",
          lambda: "target" in inspect.signature(module("lm_eval.api.registry").model_registry.register).parameters)
     need("lm_eval.api.model.hash_args and CacheHook.dbdict (the response cache)",

@@ -2,9 +2,11 @@
 
 Run this module under each of them (docs/testing.md). The run test gives plain ``lm_eval run`` one task
 of each benchmark (ELITR-Bench multi-turn, with its judge filter) with the scripted test double and
-checks the same numbers on every version (tests/fixtures/harness_versions_results.json). The guard
-tests switch each adaptation to a harness difference off (the boundary's detected feature turned
-round) and check that ``boundary.missing_internals`` names what then no longer holds.
+checks the same numbers on every version (tests/fixtures/harness_versions_results.json), and
+``lm-eval-ext run`` the same numbers as ``lm_eval run``. The guard tests switch each adaptation to a
+harness difference off (the boundary's detected feature turned round) and check that
+``boundary.missing_internals`` names what then no longer holds; and they take away, one at a time,
+each internal the plugin's commands reach through the boundary, and check that it is named.
 """
 from __future__ import annotations
 
@@ -35,6 +37,14 @@ INTERNALS = {
     "filters_list_per_doc": ("a list per document (take_first: [r[0]])", "one value per document (take_first: r[0])"),
     "filter_options_in_kwargs": ("options under kwargs", "options beside function"),
     "private_task_index": ("TaskManager._task_index", "TaskManager.task_index"),
+}
+
+# The internals the plugin's commands reach through the boundary: what the guard names -> the boundary's function
+# that reaches it (made to fail as on a harness without it).
+COMMAND_INTERNALS = {
+    "EvaluatorConfig.from_cli": "run_config",
+    "lm_eval.__main__.cli_evaluate(), the function of the `lm_eval` command": "_harness_command",
+    "lm_eval.models.api_models.TemplateAPI taking seed=": "_template_api",
 }
 
 
@@ -138,6 +148,46 @@ def test_the_guard_names_each_difference_when_its_adaptation_is_switched_off(mon
     paragraph = boundary.guard_paragraph()
     assert named in paragraph and "0.4.12, 0.4.13, 0.5.0.dev1" in paragraph and "\n" not in paragraph
     assert f"lm-eval {boundary.harness_version()}" in paragraph
+
+
+@pytest.mark.parametrize("internal", sorted(COMMAND_INTERNALS))
+def test_the_guard_names_each_internal_the_commands_use_when_it_is_gone(monkeypatch, internal):
+    from lm_eval_ext import boundary
+
+    def gone(*args, **kwargs):
+        raise AttributeError("not in this harness")
+
+    monkeypatch.setattr(boundary, COMMAND_INTERNALS[internal], gone)
+    missing = boundary.missing_internals()
+    assert len(missing) == 1 and internal in missing[0], missing
+
+
+def test_the_commands_read_the_run_and_its_model_as_this_harness_does():
+    from lm_eval.api.registry import get_model
+
+    from lm_eval_ext import boundary
+    from lm_eval_ext.commands.seeds import seed_arguments
+
+    flags = ["--model", "hf", "--tasks", "lieder_base,litm_kv_generated", "--limit", "0.5", "--metadata",
+             json.dumps({"judge_model": "m"}), "--output_path", "out", "--include_path", "tasks"]
+    config = boundary.run_config(boundary.parse_run_args(flags))
+    assert (config.model, config.tasks, config.limit, config.metadata, config.output_path, config.include_path) == (
+        "hf", ["lieder_base", "litm_kv_generated"], 0.5, {"judge_model": "m"}, "out", "tasks")
+    # the seed protocol gives an API model its seed among its model arguments, and the hf model none
+    assert boundary.api_model(get_model("local-completions")) and not boundary.api_model(get_model("hf"))
+    api = ["--model", "local-completions", "--model_args", "base_url=http://h/v1/completions,model=m",
+           "--tasks", "elitr_bench_qa_test2_st"]
+    assert seed_arguments(api, 2024, "out")[len(api):] == ["--seed", "2024", "--output_path", "out/seed_2024",
+                                                          "--model_args", "seed=2024"]
+
+
+def test_lm_eval_ext_run_gives_the_numbers_of_lm_eval_run(out, run, tmp_path):
+    # the harness's own command, run by lm-eval-ext run in its process after the checks (boundary.run_harness)
+    inputs = out.parent.parent
+    folder = lm_eval_run(["--model", "ext-scripted-dist", "--model_args",
+                          f"table={inputs / 'table.json'},responses={inputs / 'responses.json'}",
+                          "--tasks", "lieder_base", "--limit", "8"], tmp_path / "ext_run", program="lm-eval-ext")
+    assert Run.load(folder).results["results"]["lieder_base"] == run.results["results"]["lieder_base"]
 
 
 def test_a_missing_internal_stops_the_task_with_the_paragraph(monkeypatch):

@@ -46,8 +46,6 @@ class Preflight:
 
 
 def _harness_config(args, report: Preflight):
-    from lm_eval.config.evaluate_config import EvaluatorConfig
-
     if args.limit is not None and args.limit <= 0:
         report.fail(f"--limit {args.limit:g}: a limit is a number of documents per task (1 or more) or a fraction "
                     "of them (above 0, at most 1). Give a positive limit, or leave --limit out to run everything.")
@@ -57,7 +55,7 @@ def _harness_config(args, report: Preflight):
                     "count a whole number (e.g. --limit 100).")
         return None
     try:
-        return EvaluatorConfig.from_cli(args)
+        return boundary.run_config(args)
     except (ValueError, TypeError, FileNotFoundError) as err:
         report.fail(f"The run's flags are not valid: {err}. See `lm_eval run --help`.")
         return None

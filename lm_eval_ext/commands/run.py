@@ -1,7 +1,7 @@
 """``lm-eval-ext run``: the harness's ``lm_eval run``, with the checks a plugin can only make around it.
 
-Every flag of ``lm_eval run`` keeps its meaning and the harness's own command does the run
-(``lm_eval.__main__.cli_evaluate``). Around it, this command
+Every flag of ``lm_eval run`` keeps its meaning and the harness's own command does the run, in this
+process (:func:`lm_eval_ext.boundary.run_harness`). Around it, this command
 
 - checks the run before the model is loaded (lm_eval_ext/commands/preflight.py): task names, the
   unsafe-code flag, the output path, every data file, the judge; a failure stops it within seconds;
@@ -58,8 +58,6 @@ def run_command(args: argparse.Namespace) -> int:
 
 def main(argv: list[str]) -> int:
     """Run the harness with ``argv`` (everything after ``lm-eval-ext run``)."""
-    from lm_eval.__main__ import cli_evaluate
-
     interrupts.handle_signals()
     boundary.activate()
     args = boundary.parse_run_args(argv)
@@ -70,8 +68,7 @@ def main(argv: list[str]) -> int:
     if requested_tasks(args) and not args.include_path and not getattr(args, "config", None):
         boundary.index_builtin_tasks(report.needs_builtin_tasks)
     started = time.time()
-    sys.argv = ["lm_eval", "run", *argv]
-    cli_evaluate()
+    boundary.run_harness(argv)
     saved = answers.run_dir(_metadata(args))
     # in a multi-process run (torchrun, accelerate) only the first process writes the results files
     writes_results = args.output_path and os.environ.get("RANK", "0") == "0"

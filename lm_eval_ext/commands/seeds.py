@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..boundary import activate, parse_run_args
+from ..boundary import activate, api_model, parse_run_args
 from ..elitr.seed_summary import PAPER_SEEDS, SeedRunError
 
 
@@ -18,11 +18,9 @@ def seed_arguments(run_args: list[str], seed: int, output_path: str) -> list[str
     args = parse_run_args(run_args)
     extra = ["--seed", str(seed), "--output_path", str(Path(output_path) / f"seed_{seed}")]
     from lm_eval.api.registry import get_model
-    from lm_eval.models.api_models import TemplateAPI
 
     activate()
-    model_class = get_model(args.model or "hf")
-    if isinstance(model_class, type) and issubclass(model_class, TemplateAPI):
+    if api_model(get_model(args.model or "hf")):
         extra += ["--model_args", f"seed={seed}"]
     return [*run_args, *extra]
 
