@@ -1,7 +1,8 @@
-"""The package's import structure: no import circles, no module importing from a layer above its own.
+"""The package's import structure: no import circles, no module importing from a layer above its own, and
+nothing private of the harness used outside the boundary.
 
 The layers (docs/architecture.md), lowest first; a module may import from its own layer and the ones
-below it, never from one above.
+below it, never from one above. Imports inside functions count as much as those at the top of a module.
 """
 from __future__ import annotations
 
@@ -102,3 +103,72 @@ def test_no_import_circles():
         if module not in done:
             visit(module, [module])
     assert not cycles, "import circles:\n" + "\n".join(sorted(set(cycles)))
+
+
+# The modules that may use what is private of the harness, each use saying why and checked by
+# boundary.missing_internals() on every supported harness version (docs/architecture.md, "The harness boundary").
+BOUNDARY = {"lm_eval_ext.boundary", "lm_eval_ext.task_base"}
+
+# The harness's public API, which every module may import: module -> the names it offers. Public means offered to
+# users on every supported version (lm-eval 0.4.12, 0.4.13, 0.5.0.dev1) by the harness's README or docs/, or by
+# the module's own __all__. A module listed here may also be imported whole. The check reads imports, and the
+# attributes read straight off what they bind: an attribute with a leading underscore is private. It cannot see a
+# public class's undocumented method, so a class the plugin needs only for one (EvaluatorConfig, for from_cli) is
+# not listed.
+PUBLIC_HARNESS = {
+    "lm_eval": {"simple_evaluate", "evaluate"},  # lm_eval.__all__; docs/python-api.md
+    "lm_eval.api.filter": {"Filter"},  # docs/task_guide.md, writing a filter
+    "lm_eval.api.metrics": {"mean"},  # docs/task_guide.md, the aggregation functions (0.5: docs/api/metrics.md)
+    "lm_eval.api.model": {"LM"},  # docs/python-api.md and docs/model_guide.md, a model of one's own
+    # docs/model_guide.md names the module ("what sorts of registries and decorators exist"); these are in its
+    # __all__ on every supported version
+    "lm_eval.api.registry": {"get_model", "model_registry", "register_model", "filter_registry", "register_filter",
+                             "metric_registry", "register_metric", "aggregation_registry", "register_aggregation"},
+    # lm_eval.tasks.__all__; docs/python-api.md; TaskManager's docstring names load() and all_tasks
+    "lm_eval.tasks": {"TaskManager", "get_task_dict"},
+}
+
+
+def _harness_uses(tree: ast.AST) -> list[str]:
+    """What of the harness the module ``tree`` uses: ``module`` for a module imported whole (also through
+    ``importlib.import_module`` with a literal name), ``module:name`` for a name imported from it, and
+    ``module:name._attribute`` / ``module._attribute`` for a private attribute read off what an import bound."""
+    found, bound = [], {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and not node.level and _is_harness(node.module):
+            for alias in node.names:
+                found.append(f"{node.module}:{alias.name}")
+                bound[alias.asname or alias.name] = found[-1]
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if _is_harness(alias.name):
+                    found.append(alias.name)
+                    bound[alias.asname or alias.name] = alias.name
+        elif (isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", None)) == "import_module"
+              and node.args and isinstance(node.args[0], ast.Constant) and _is_harness(node.args[0].value)):
+            found.append(node.args[0].value)
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in bound
+                and node.attr.startswith("_") and not node.attr.startswith("__")):
+            found.append(f"{bound[node.value.id]}.{node.attr}")
+    return found
+
+
+def _is_harness(module) -> bool:
+    return isinstance(module, str) and (module == "lm_eval" or module.startswith("lm_eval."))
+
+
+def _public(used: str) -> bool:
+    module, _, name = used.partition(":")
+    return module in PUBLIC_HARNESS and (not name or name in PUBLIC_HARNESS[module]
+                                         or f"{module}.{name}" in PUBLIC_HARNESS)
+
+
+def test_only_the_boundary_uses_what_is_private_of_the_harness():
+    private = [f"{_module_name(path)} uses {used}" for path in sorted(PACKAGE.rglob("*.py"))
+               if _module_name(path) not in BOUNDARY
+               for used in _harness_uses(ast.parse(path.read_text(encoding="utf-8")))
+               if not _public(used)]
+    assert not private, ("the harness's private names outside lm_eval_ext/boundary.py and task_base.py (add a "
+                         "function to the boundary, and its check to boundary.missing_internals()):\n"
+                         + "\n".join(private))
