@@ -12,8 +12,8 @@ Modules, one job each: ``config`` (options and their sources), ``templates`` (th
 prompt filling), ``parser`` (scores from replies), ``client`` (one call and its retry policy),
 ``retry_budget`` (which retries of a run may go at once), ``cache`` (replies on disk), ``runner`` (a batch,
 concurrently), ``usage`` (tokens, prices, the cost limit), ``batch`` (the OpenAI Batch API), ``harness`` (the
-filter, task class and metric helpers for task YAMLs), ``validation_data``, ``validate``, ``plot`` and ``cli``
-(``lm-eval-ext judge validate`` and ``collect``).
+filter, task class and metric helpers for task YAMLs), ``validation_data``, ``validate`` and ``plot``; the
+command (``lm-eval-ext judge validate`` and ``collect``) is :mod:`lm_eval_ext.commands.judge`.
 """
 from .config import JudgeConfig, resolve_config
 from .records import JudgeItem, JudgeResult

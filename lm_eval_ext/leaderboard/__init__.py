@@ -5,5 +5,5 @@ leaderboard``) and, with :mod:`lm_eval_ext.published`, makes the rows; :mod:`.va
 each record (schema, task versions, partial runs marked, ELITR-Bench judge validated, provenance);
 :mod:`.site` writes the pages; :mod:`.build` runs these steps; :mod:`.verify` marks a record verified
 after a rerun; :mod:`.repository` writes a leaderboard repository that takes submissions as pull
-requests; :mod:`.cli` is the command.
+requests; :mod:`lm_eval_ext.commands.leaderboard` is the command.
 """
