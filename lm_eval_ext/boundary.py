@@ -537,8 +537,9 @@ def _harness_command_is_lm_eval() -> bool:
 
 
 def _api_models_take_seed() -> bool:
-    if importlib.util.find_spec("aiohttp") is None:
-        # without the harness's `api` extra no API model can run, and the module cannot be imported to look inside
+    # Only a process that loaded an API model relies on TemplateAPI (api_model): elsewhere, that its module is there.
+    # Importing it would cost every run a tenth of a second, and fails without the harness's `api` extra.
+    if API_MODELS not in sys.modules:
         return importlib.util.find_spec(API_MODELS) is not None
     return "seed" in inspect.signature(_template_api().__init__).parameters
 
