@@ -55,7 +55,8 @@ generates no token (log-probs of the prompt only).
 or forced for the first requests with ``fault_sequence=["429", None, ...]``:
 
 - ``"429"``: status 429 with a ``Retry-After: <retry_after>`` header.
-- ``"500"``, ``"503"``: that status with an OpenAI-style error body (no ``Retry-After``).
+- ``"500"``, ``"503"``: that status with an OpenAI-style error body, and a ``Retry-After: <error_retry_after>``
+  header when that is given.
 - ``"timeout"``: waits ``timeout_s`` (longer than the client's timeout),
   then answers normally if the client is still there.
 - ``"drop"``: closes the connection without any response.
@@ -175,6 +176,7 @@ class StubOpenAIServer:
         seed: seed of the fault RNG.
         retry_after: value of the ``Retry-After`` header of a 429 (seconds,
             may be fractional, e.g. ``"0.05"``).
+        error_retry_after: value of the ``Retry-After`` header of a 500 or 503 (None: no header).
         timeout_s: how long a ``"timeout"`` fault waits before answering.
         fail_status: if set, every POST request gets this status (e.g. 401).
         noscore_text: reply text of a ``"noscore"`` fault.
@@ -215,6 +217,7 @@ class StubOpenAIServer:
         fault_sequence: list[str | None] | None = None,
         seed: int = 0,
         retry_after: str | float = "0.05",
+        error_retry_after: str | float | None = None,
         timeout_s: float = 5.0,
         fail_status: int | None = None,
         noscore_text: str = "I am not able to grade this answer.",
@@ -246,6 +249,7 @@ class StubOpenAIServer:
         self.faults = faults
         self.fault_sequence = list(fault_sequence or [])
         self.retry_after = str(retry_after)
+        self.error_retry_after = None if error_retry_after is None else str(error_retry_after)
         self.timeout_s = timeout_s
         self.fail_status = fail_status
         self.noscore_text = noscore_text
@@ -605,7 +609,8 @@ class StubOpenAIServer:
                 if fault == "429":
                     return self._error(429, "rate limited (stub)", "rate_limit_exceeded", {"Retry-After": stub.retry_after})
                 if fault in ("500", "503"):
-                    return self._error(int(fault), "internal error (stub)", "server_error")
+                    wait = {} if stub.error_retry_after is None else {"Retry-After": stub.error_retry_after}
+                    return self._error(int(fault), "internal error (stub)", "server_error", wait)
                 if fault == "drop":
                     self.close_connection = True
                     self.connection.shutdown(socket.SHUT_RDWR)
