@@ -1,8 +1,8 @@
 """Judge throughput: wall time and client CPU of judging N responses against the local OpenAI-compatible stub.
 
 The stub (doubles.stub_openai) answers every call after DELAY seconds plus up to
-JITTER more (uniform); the judge's real HTTP client (aiohttp on the judge's event loop), the retry policy and
-the on-disk cache are all in the path. By default the stub runs in its own process (``--stub process``),
+JITTER more (uniform); the judge's real HTTP client (the openai client on the judge's event loop), its retries
+and the on-disk cache are all in the path. By default the stub runs in its own process (``--stub process``),
 so the CPU time measured here is the client's alone; ``--stub thread`` runs it in this process, as
 the tests do (its HTTP handling then competes with the client for the interpreter).
 
@@ -128,8 +128,6 @@ def main() -> None:
     parser.add_argument("--stub", choices=("process", "thread"), default="process")
     parser.add_argument("--no-cache", action="store_true", help="judge without the on-disk cache")
     parser.add_argument("--profile", metavar="FILE", help="cProfile the first case into FILE")
-    parser.add_argument("--retry-budget", type=float, metavar="RATIO",
-                        help="the judge's retry_budget (default: the judge's default; 0: every retry backs off)")
     args = parser.parse_args()
     args.faults = PRESETS.get(args.faults, args.faults)
 
@@ -144,8 +142,7 @@ def main() -> None:
     try:
         print(f"{n} items; stub ({args.stub}) latency {args.delay * 1000:.0f} ms"
               + (f" + up to {args.jitter * 1000:.0f} ms" if args.jitter else "")
-              + f"; faults {args.faults or 'none'}; cache {'off' if args.no_cache else 'on'}; retry budget "
-              + ("the default" if args.retry_budget is None else f"{args.retry_budget:g}") + f"; {os.cpu_count()} CPUs")
+              + f"; faults {args.faults or 'none'}; cache {'off' if args.no_cache else 'on'}; {os.cpu_count()} CPUs")
         print(f"{'conc.':>5}  {'wall s':>7}  {'ideal s':>7}  {'x ideal':>7}  {'99% by s':>8}  {'calls/s':>7}  "
               f"{'client CPU ms/call':>18}  "
               f"{'max in flight':>13}  {'faults':>6}  {'lost':>4}  {'no score':>8}  {'duplicated':>10}  {'rerun s':>7}")
@@ -154,8 +151,7 @@ def main() -> None:
             with stub(args.delay, args.jitter, args.faults) as (base_url, stub_stats):
                 config = resolve_config(explicit={
                     "base_url": base_url, "api_key_env": "LMX_BENCH_KEY", "model": "stub",
-                    "concurrency": concurrency, "cache": cache,
-                    **({} if args.retry_budget is None else {"retry_budget": args.retry_budget})})
+                    "concurrency": concurrency, "cache": cache})
 
                 def run():
                     return judge_many(items, config, progress=False)

@@ -349,7 +349,7 @@ def test_killed_run_resumes_without_repeating_finished_calls(tmp_path):
 
 
 def test_key_is_written_nowhere(tmp_path, caplog, capsys):
-    caplog.set_level(logging.DEBUG)  # every logger, those of the HTTP transport (aiohttp, asyncio) included
+    caplog.set_level(logging.DEBUG)  # every logger, those of the HTTP client (openai, httpx2, asyncio) included
     faults = {"429": 0.2, "500": 0.1, "noscore": 0.1}
     with StubOpenAIServer(responder=score_by_index, faults=faults, seed=1) as srv:
         judge = Judge(config(srv, tmp_path), progress=True)
@@ -362,8 +362,8 @@ def test_key_is_written_nowhere(tmp_path, caplog, capsys):
     texts = [caplog.text, captured.out, captured.err, str(err.value), json.dumps(judge.record.to_dict()),
              json.dumps(judge.stats.to_dict())]
     assert all(FAKE_KEY not in text for text in texts)
-    # the debug logs were really captured: the transport's event loop and the judge's retries (aiohttp logs no request)
-    assert {r.name.split(".")[0] for r in caplog.records} >= {"asyncio", "lm_eval_ext"}
+    # the debug logs were really captured: the event loop's, the openai client's and the judge's retries
+    assert {r.name.split(".")[0] for r in caplog.records} >= {"asyncio", "openai", "lm_eval_ext"}
     for path in tmp_path.rglob("*"):
         if path.is_file():
             assert FAKE_KEY.encode() not in path.read_bytes(), path

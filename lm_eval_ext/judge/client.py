@@ -239,8 +239,8 @@ class JudgeClient:
         """A try that brought no reply: it timed out, or it could not connect (or the connection dropped)."""
         if cause is not None and "Timeout" in type(cause).__name__:
             return TransientError("timeout", f"no reply from {self.host} within {timeout or self.config.timeout:g} s")
-        return TransientError("connection", self.redact(f"cannot connect to {self.host}: "
-                                                        f"{cause or type(cause).__name__}"))
+        why = str(cause) or type(cause).__name__ if cause is not None else "no reply"
+        return TransientError("connection", self.redact(f"cannot connect to {self.host}: {why}"))
 
     def _retried(self, kind: str) -> None:
         self.retries[kind] += 1
@@ -331,7 +331,11 @@ class JudgeClient:
         its body arrived, :class:`TransientError` when openai's retries of a timeout or a connection error are
         used up, ``openai.APIStatusError`` for an HTTP error, and the hooks' stops."""
         _TRIES.set(seen)
-        options = {"max_retries": tries - 1, "timeout": timeout}
+        options = {}  # the client's own unless this request sets others (a probe, a retry after a bad reply)
+        if tries != self.config.retries + 1:
+            options["max_retries"] = tries - 1
+        if timeout != self.config.timeout:
+            options["timeout"] = timeout
         try:
             if method == "GET":
                 response = await self._openai.get(path, cast_to=httpx2.Response, stream=True, options=options)
