@@ -80,11 +80,13 @@ def test_faults_every_item_scored_or_counted(tmp_path):
     """30% of requests fail (429 with Retry-After, 500, timeouts, dropped connections, garbage)."""
     faults = {"429": 0.06, "500": 0.06, "timeout": 0.06, "drop": 0.06, "garbage": 0.06}
     work = items(90) + items(10, prefix="bad")
-    with StubOpenAIServer(responder=score_by_index, faults=faults, seed=3, timeout_s=1.0, retry_after="0.02",
+    with StubOpenAIServer(responder=score_by_index, faults=faults, seed=3, timeout_s=3.0, retry_after="0.02",
                           error_retry_after="0.02") as srv:
         # 13 tries: that an item draws a fault at every try (0.3^13, for 120 asks) would fail this test once in
-        # about 50,000 runs; with 7 tries it was once in 40, more on a loaded machine (a slow reply times out)
-        judge = Judge(config(srv, tmp_path, concurrency=16, timeout=0.4, retries=12), progress=False)
+        # about 50,000 runs; with 7 tries it was once in 40, more on a loaded machine (a slow reply times out).
+        # A deadline of 2 s, above the client's first backoffs (0.5 s, 1 s): with 0.4 s, the 16 requests' slots all
+        # waiting out a backoff or a timeout at once made "nothing back for 0.4 s", and the breaker stopped the run
+        judge = Judge(config(srv, tmp_path, concurrency=16, timeout=2.0, retries=12), progress=False)
         results = judge.run(work)
         kinds = {r["fault"] for r in srv.requests}
     assert {"429", "500", "timeout", "drop", "nonjson", "noscore"} <= kinds  # every fault really happened

@@ -135,18 +135,24 @@ class _Tries:
     """The tries of one request, as the HTTP client's hooks see them (one per request, in a context variable:
     the hooks run in the task of the request that sent them)."""
 
-    __slots__ = ("count", "started", "status", "error")
+    __slots__ = ("client", "timeout", "count", "started", "status", "error")
 
-    def __init__(self) -> None:
+    def __init__(self, client: JudgeClient, timeout: float) -> None:
+        self.client = client
+        self.timeout = timeout
         self.count = 0
         self.started = 0.0  # time.monotonic() when the latest try was sent
         self.status: int | None = None  # the latest try's HTTP status
-        self.error: BaseException | None = None  # why the latest try failed below HTTP (connect, send, receive)
+        self.error: Exception | None = None  # why the latest try brought no reply (connect, send, receive)
 
     async def trace(self, event: str, info: dict) -> None:
-        """httpcore's ``trace`` extension: it reports each step of a request, a failed one with its exception."""
-        if event.endswith(".failed"):
-            self.error = info.get("exception")
+        """httpcore's ``trace`` extension reports each step of a request, a failed one with its exception: a try
+        that fails before any reply counts for the circuit breaker when it fails (a retry comes only after the
+        client's backoff)."""
+        error = info.get("exception")
+        if event.endswith(".failed") and self.status is None and self.error is None and isinstance(error, Exception):
+            self.error = error
+            self.client.silent(self.client.no_reply(error, self.timeout))
 
 
 _TRIES: contextvars.ContextVar[_Tries] = contextvars.ContextVar("judge_tries")
@@ -216,12 +222,7 @@ class JudgeClient:
         if self.stopped:
             raise Aborted()
         if tries.count:  # openai retries: the try before failed
-            if tries.status is not None:
-                self._retried(str(tries.status))
-            else:
-                error = self._no_reply(tries.error)
-                self._retried(error.kind)
-                self._silent(error)
+            self._retried(str(tries.status) if tries.status is not None else self.no_reply(tries.error).kind)
         self._budget.take()
         tries.count += 1
         tries.started = time.monotonic()
@@ -235,7 +236,7 @@ class JudgeClient:
             if response.status_code != 200:  # a whole answer (a 200's body is read and counted below)
                 self._answered()
 
-    def _no_reply(self, cause: BaseException | None, timeout: float | None = None) -> TransientError:
+    def no_reply(self, cause: BaseException | None, timeout: float | None = None) -> TransientError:
         """A try that brought no reply: it timed out, or it could not connect (or the connection dropped)."""
         if cause is not None and "Timeout" in type(cause).__name__:
             return TransientError("timeout", f"no reply from {self.host} within {timeout or self.config.timeout:g} s")
@@ -249,7 +250,7 @@ class JudgeClient:
     def _answered(self) -> None:
         self._silent_in_a_row, self._last_answer = 0, time.monotonic()
 
-    def _silent(self, err: TransientError) -> None:
+    def silent(self, err: TransientError) -> None:
         """The circuit breaker: count tries in a row that brought no reply (timeout, no connection).
 
         It trips when there are ``stop_after_timeouts`` of them and nothing at all has come back for
@@ -282,7 +283,7 @@ class JudgeClient:
         while True:
             if self.stopped:
                 raise Aborted()
-            seen = _Tries()
+            seen = _Tries(self, timeout)
             try:
                 try:
                     body = await self._send("POST", "chat/completions", request, timeout, left, seen)
@@ -311,7 +312,8 @@ class JudgeClient:
         :class:`JudgeRequestRejected` (HTTP 401/403: the key).
         """
         try:
-            listed = json.loads(await self._send("GET", "models", None, timeout, 1, _Tries())).get("data")
+            body = await self._send("GET", "models", None, timeout, 1, _Tries(self, timeout))
+            listed = json.loads(body).get("data")
             return {entry["id"] for entry in listed} if isinstance(listed, list) else None
         except openai.APIStatusError as err:
             if err.status_code in (401, 403):
@@ -343,8 +345,9 @@ class JudgeClient:
                 response = await self._openai.post(path, cast_to=httpx2.Response, body=body, stream=True,
                                                    options=options)
         except openai.APIConnectionError as exc:  # APITimeoutError included
-            err = self._no_reply(exc.__cause__, timeout)
-            self._silent(err)
+            err = self.no_reply(exc.__cause__, timeout)
+            if seen.error is None:  # a failure the trace did not report (e.g. no connection free in time)
+                self.silent(err)
             raise err from None
         try:
             data = await self._read(response, seen.started + timeout, timeout)
@@ -354,15 +357,18 @@ class JudgeClient:
         return data
 
     async def _read(self, response, deadline: float, timeout: float) -> bytes:
-        """The body of ``response`` in pieces, cut at ``deadline`` (time.monotonic()) or past the size cap."""
+        """The body of ``response`` in pieces, cut at ``deadline`` (time.monotonic()) or past the size cap; a body
+        whose announced length has all arrived is whole, even if its last piece came after the deadline."""
         cap, data = self.config.max_reply_bytes, bytearray()
+        length = response.headers.get("content-length")
+        whole = int(length) if length and length.isdigit() else None
         try:
             async for chunk in response.aiter_bytes():
                 data += chunk
                 if len(data) > cap:
                     raise _Fault("too_large", f"{self.host} sent a reply of more than {cap} bytes (judge option "
                                               "max_reply_bytes); it was cut there")
-                if time.monotonic() > deadline:
+                if time.monotonic() > deadline and len(data) != whole:
                     break
             else:
                 return bytes(data)
@@ -370,11 +376,11 @@ class JudgeClient:
             pass
         except httpx2.TransportError as err:  # the connection dropped mid-reply
             fault = _Fault("connection", f"{self.host} dropped the connection mid-reply ({err})")
-            self._silent(TransientError(fault.kind, str(fault)))
+            self.silent(TransientError(fault.kind, str(fault)))
             raise fault from None
         fault = _Fault("timeout", f"no whole reply from {self.host} within {timeout:g} s (it was still arriving: "
                                   f"{len(data)} bytes so far)")
-        self._silent(TransientError(fault.kind, str(fault)))
+        self.silent(TransientError(fault.kind, str(fault)))
         raise fault
 
     def _status_error(self, err: openai.APIStatusError, model: str | None) -> Exception:

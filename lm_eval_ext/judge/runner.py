@@ -7,6 +7,10 @@ that need them (the harness filter records them with the task's results).
 Identical prompts within a batch are judged once. An item's asks are numbered 0..reasks;
 ask k uses seed+k and is its own cache entry, so a rerun replays the same asks from the
 cache and makes no call. A run whose judge never answered stops with one error.
+
+One ask loop (:meth:`Judge._asks`) serves live and batch judging: it takes each reply from the cache, else from
+its source, :class:`Live` (the judge endpoint, through :class:`lm_eval_ext.judge.client.JudgeClient`) or
+:class:`lm_eval_ext.judge.batch.Batched` (the OpenAI Batch API), and decides the verdict the same way.
 """
 from __future__ import annotations
 
