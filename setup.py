@@ -86,15 +86,14 @@ setup(
     ],
     extras_require={
         "hf": ["lm-eval[hf]>=0.4.12,<0.6", "transformers>=4.45"],
-        "api": ["lm-eval[api]>=0.4.12,<0.6", "openai>=1.40", "aiohttp>=3.9", "httpx>=0.23", "tenacity"],
+        "api": ["lm-eval[api]>=0.4.12,<0.6", "openai>=3.0", "httpx2>=2.7"],
         "vllm": ["lm-eval[vllm]>=0.4.12,<0.6"],
         "dev": [
             "lm-eval[hf,api]>=0.4.12,<0.6",
             "transformers>=4.45",
             "tokenizers",
-            "openai>=1.40",
-            "aiohttp>=3.9",
-            "httpx>=0.23",
+            "openai>=3.0",
+            "httpx2>=2.7",
             # below 9.2: with pytest 9.2, pytest-xdist's --dist loadgroup stops grouping without a word
             # (pytest-dev/pytest-xdist#1386), and each worker builds a module's expensive fixture again
             "pytest>=8,<9.2",

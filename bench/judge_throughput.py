@@ -1,13 +1,14 @@
 """Judge throughput: wall time and client CPU of judging N responses against the local OpenAI-compatible stub.
 
 The stub (doubles.stub_openai) answers every call after DELAY seconds plus up to
-JITTER more (uniform); the judge's real HTTP client (aiohttp on the judge's event loop), the retry policy and
-the on-disk cache are all in the path. By default the stub runs in its own process (``--stub process``),
+JITTER more (uniform); the judge's real HTTP client (the openai client on the judge's event loop), its retries
+and the on-disk cache are all in the path. By default the stub runs in its own process (``--stub process``),
 so the CPU time measured here is the client's alone; ``--stub thread`` runs it in this process, as
 the tests do (its HTTP handling then competes with the client for the interpreter).
 
-The stub fails 10% of the requests (``--faults``, default 4% HTTP 500, 3% HTTP 429 with a 50 ms
-Retry-After, 3% dropped connections), which the client retries.
+The stub fails 10% of the requests (``--faults``; the default preset ``mixed``: HTTP 429 with a 50 ms Retry-After,
+HTTP 500, HTTP 503, a chat completion cut off mid-body, an empty body, a reply with no score and one with a score
+out of range, 1/7 of the 10% each; the preset ``server``: 4% HTTP 500, 3% HTTP 429, 3% dropped connections).
 
 For each concurrency: wall time; the ideal, N x the mean latency / concurrency (every worker busy
 all the time, the client taking no time, no fault); when 99% of the stub's completions had been sent
@@ -40,8 +41,14 @@ TESTS = str(Path(__file__).resolve().parents[1] / "tests")  # the test doubles: 
 sys.path.insert(0, TESTS)
 
 REPLY = "Feedback. \\boxed{7}"
-# 10% of requests fail, the ways a loaded API fails: server errors, rate limits (Retry-After), dropped connections
-FAULTS = "500=0.04,429=0.03,drop=0.03"
+# 10% of requests fail. mixed: the ways a loaded API and a judge model fail (rate limits with Retry-After, server
+# errors, a broken or empty body, a reply without a valid score); server: server errors and dropped connections
+_SEVENTH = 0.1 / 7
+PRESETS = {
+    "mixed": ",".join(f"{kind}={_SEVENTH:.6f}" for kind in ("429", "500", "503", "badjson", "empty", "noscore",
+                                                            "outofrange")),
+    "server": "500=0.04,429=0.03,drop=0.03",
+}
 
 
 @contextlib.contextmanager
@@ -115,14 +122,14 @@ def main() -> None:
     parser.add_argument("--delay", type=float, default=0.05, help="seconds per call at the stub")
     parser.add_argument("--jitter", type=float, default=0.0, help="up to this many more seconds per call")
     parser.add_argument("--concurrency", type=int, nargs="+", default=[32])
-    parser.add_argument("--faults", default=FAULTS, metavar="KIND=P,...",
-                        help=f"faults the stub draws per request (default: {FAULTS}, 10%%; '' for none)")
+    parser.add_argument("--faults", default="mixed", metavar="PRESET|KIND=P,...",
+                        help=f"faults the stub draws per request: a preset ({', '.join(PRESETS)}; default: mixed, "
+                        "10%%), KIND=P,... or '' for none")
     parser.add_argument("--stub", choices=("process", "thread"), default="process")
     parser.add_argument("--no-cache", action="store_true", help="judge without the on-disk cache")
     parser.add_argument("--profile", metavar="FILE", help="cProfile the first case into FILE")
-    parser.add_argument("--retry-budget", type=float, metavar="RATIO",
-                        help="the judge's retry_budget (default: the judge's default; 0: every retry backs off)")
     args = parser.parse_args()
+    args.faults = PRESETS.get(args.faults, args.faults)
 
     from lm_eval_ext.judge import JudgeItem, judge_many, resolve_config
 
@@ -135,18 +142,16 @@ def main() -> None:
     try:
         print(f"{n} items; stub ({args.stub}) latency {args.delay * 1000:.0f} ms"
               + (f" + up to {args.jitter * 1000:.0f} ms" if args.jitter else "")
-              + f"; faults {args.faults or 'none'}; cache {'off' if args.no_cache else 'on'}; retry budget "
-              + ("the default" if args.retry_budget is None else f"{args.retry_budget:g}") + f"; {os.cpu_count()} CPUs")
+              + f"; faults {args.faults or 'none'}; cache {'off' if args.no_cache else 'on'}; {os.cpu_count()} CPUs")
         print(f"{'conc.':>5}  {'wall s':>7}  {'ideal s':>7}  {'x ideal':>7}  {'99% by s':>8}  {'calls/s':>7}  "
               f"{'client CPU ms/call':>18}  "
-              f"{'max in flight':>13}  {'faults':>6}  {'lost':>4}  {'duplicated':>10}  {'rerun s':>7}")
+              f"{'max in flight':>13}  {'faults':>6}  {'lost':>4}  {'no score':>8}  {'duplicated':>10}  {'rerun s':>7}")
         for index, concurrency in enumerate(args.concurrency):
             cache = "none" if args.no_cache else str(work / f"cache-{concurrency}.sqlite")
             with stub(args.delay, args.jitter, args.faults) as (base_url, stub_stats):
                 config = resolve_config(explicit={
                     "base_url": base_url, "api_key_env": "LMX_BENCH_KEY", "model": "stub",
-                    "concurrency": concurrency, "cache": cache,
-                    **({} if args.retry_budget is None else {"retry_budget": args.retry_budget})})
+                    "concurrency": concurrency, "cache": cache})
 
                 def run():
                     return judge_many(items, config, progress=False)
@@ -159,14 +164,16 @@ def main() -> None:
                     judge_many(items, config, progress=False)
                 rerun = time.perf_counter() - started
             assert all(r.score == 7.0 for r in results if r.scored)
-            # lost: items left without a verdict; duplicated: requests the stub answered (would have been paid)
-            # more than once, over both runs: a rerun that called the judge would duplicate every item
-            lost = sum(not r.scored for r in results)
+            # lost: items left without a verdict (an item whose every ask got a reply without a valid score is the
+            # judge's verdict, "no score"); duplicated: requests the stub answered (would have been paid) more than
+            # once, over both runs: a rerun that called the judge would duplicate every item
+            unscored = sum(r.failure == "unparseable" for r in results)
+            lost = sum(not r.scored for r in results) - unscored
             faults = sum(stub_stats["faults"].values())
             ideal = n * mean_latency / concurrency
             print(f"{concurrency:>5}  {wall:>7.2f}  {ideal:>7.2f}  {wall / ideal:>7.2f}  "
                   f"{stub_stats['answered_by']['99%']:>8.2f}  {n / wall:>7.0f}  "
-                  f"{cpu / n * 1000:>18.2f}  {stub_stats['max_in_flight']:>13}  {faults:>6}  {lost:>4}  "
+                  f"{cpu / n * 1000:>18.2f}  {stub_stats['max_in_flight']:>13}  {faults:>6}  {lost:>4}  {unscored:>8}  "
                   f"{stub_stats['paid_twice']:>10}  " + (f"{rerun:>7.2f}" if not args.no_cache else f"{'-':>7}"))
         print("rerun: python bench/judge_throughput.py " + " ".join(sys.argv[1:]))
     finally:

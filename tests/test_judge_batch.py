@@ -32,7 +32,7 @@ def _judge_key(monkeypatch):
 
 def config(srv, tmp_path, **options):
     return resolve_config(explicit={"base_url": srv.base_url, "api_key_env": KEY_ENV, "model": "stub-judge",
-                                    "cache": str(tmp_path / "cache.sqlite"), "retry_wait": 0.01, "batch": True,
+                                    "cache": str(tmp_path / "cache.sqlite"), "batch": True,
                                     "batch_poll": 0.01, **options}, environ={})
 
 

@@ -34,7 +34,7 @@ def _judge_key(monkeypatch):
 
 def config(srv, cache: Path, **options):
     return resolve_config(explicit={"base_url": srv.base_url, "api_key_env": KEY_ENV, "model": "stub-judge",
-                                    "cache": str(cache), "retry_wait": 0.01, **options}, environ={})
+                                    "cache": str(cache), **options}, environ={})
 
 
 def items(n: int) -> list[JudgeItem]:

@@ -138,8 +138,7 @@ def test_lm_eval_ext_run_and_secrets(task_dir, tmp_path, run_cli):
                         "--include_path", str(task_dir), "--output_path", str(out), "--log_samples",
                         "--verbosity", "DEBUG",
                         "--metadata", json.dumps({"judge_base_url": srv.base_url, "judge_api_key_env": KEY_ENV,
-                                                  "judge_cache": str(tmp_path / "judge_cache.sqlite"),
-                                                  "judge_retry_wait": 0.01})],
+                                                  "judge_cache": str(tmp_path / "judge_cache.sqlite")})],
                        env={KEY_ENV: FAKE_KEY, "OPENAI_LOG": "debug"}, timeout=300)
         assert proc.returncode == 0, proc.stderr[-3000:]
         assert all(r["headers"]["authorization"] == f"Bearer {FAKE_KEY}" for r in srv.requests)
@@ -184,8 +183,7 @@ def test_unreachable_judge_in_a_run_is_one_paragraph(task_dir, tmp_path, run_cli
                     "--model_args", f"responses={tmp_path / 'responses.json'}", "--tasks", "judged_toy",
                     "--include_path", str(task_dir),
                     "--metadata", json.dumps({"judge_base_url": f"http://127.0.0.1:{port}/v1", "judge_api_key_env": KEY_ENV,
-                                              "judge_cache": str(tmp_path / "c.sqlite"), "judge_retries": 1,
-                                              "judge_retry_wait": 0.01})],
+                                              "judge_cache": str(tmp_path / "c.sqlite"), "judge_retries": 1})],
                    env={KEY_ENV: FAKE_KEY}, timeout=300)
     assert proc.returncode == 2
     assert "check(s) failed before the model was loaded" in proc.stderr, proc.stderr[-2000:]

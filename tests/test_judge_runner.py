@@ -11,7 +11,6 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
-import threading
 import time
 from pathlib import Path
 
@@ -19,7 +18,7 @@ import pytest
 
 from lm_eval_ext.judge import JudgeItem, judge_many
 from lm_eval_ext.judge.errors import JudgeBudgetError, JudgeRequestRejected, JudgeUnreachableError
-from lm_eval_ext.judge.client import CallBudget, JudgeClient
+from lm_eval_ext.judge.client import CallBudget, JudgeClient, TransientError, run
 from lm_eval_ext.judge.runner import Judge
 from doubles.stub_openai import StubOpenAIServer
 from helpers.judge import FAKE_KEY, KEY_ENV, config, items, response_of, score_by_index
@@ -81,10 +80,13 @@ def test_faults_every_item_scored_or_counted(tmp_path):
     """30% of requests fail (429 with Retry-After, 500, timeouts, dropped connections, garbage)."""
     faults = {"429": 0.06, "500": 0.06, "timeout": 0.06, "drop": 0.06, "garbage": 0.06}
     work = items(90) + items(10, prefix="bad")
-    with StubOpenAIServer(responder=score_by_index, faults=faults, seed=3, timeout_s=1.0, retry_after="0.02") as srv:
+    with StubOpenAIServer(responder=score_by_index, faults=faults, seed=3, timeout_s=3.0, retry_after="0.02",
+                          error_retry_after="0.02") as srv:
         # 13 tries: that an item draws a fault at every try (0.3^13, for 120 asks) would fail this test once in
-        # about 50,000 runs; with 7 tries it was once in 40, more on a loaded machine (a slow reply times out)
-        judge = Judge(config(srv, tmp_path, concurrency=16, timeout=0.4, retries=12), progress=False)
+        # about 50,000 runs; with 7 tries it was once in 40, more on a loaded machine (a slow reply times out).
+        # A deadline of 2 s, above the client's first backoffs (0.5 s, 1 s): with 0.4 s, the 16 requests' slots all
+        # waiting out a backoff or a timeout at once made "nothing back for 0.4 s", and the breaker stopped the run
+        judge = Judge(config(srv, tmp_path, concurrency=16, timeout=2.0, retries=12), progress=False)
         results = judge.run(work)
         kinds = {r["fault"] for r in srv.requests}
     assert {"429", "500", "timeout", "drop", "nonjson", "noscore"} <= kinds  # every fault really happened
@@ -129,130 +131,72 @@ def test_malformed_json_on_every_try_fails_that_item_and_the_run_goes_on(tmp_pat
     assert judge.stats.failures == {"transport": 1} and judge.stats.retries == {"malformed": 2}
 
 
-def recorded_waits(client: JudgeClient) -> list[float]:
-    """The waits between tries that ``client`` asks for (seconds, in order), recorded as it waits them."""
-    waits: list[float] = []
-    sleep = client._sleep
-
-    async def recording(seconds: float) -> None:
-        waits.append(seconds)
-        await sleep(seconds)
-
-    client._sleep = recording
-    return waits
-
-
 def _request(text: str = "q") -> dict:
     return {"model": "stub-judge", "messages": [{"role": "user", "content": text}]}
 
 
-def test_retry_after_is_honoured(tmp_path):
-    with StubOpenAIServer(text="\\boxed{5}", fault_sequence=["429", "429"], retry_after="0.3") as srv:
-        stop = threading.Event()
-        client = JudgeClient(config(srv, tmp_path, retry_wait=0.001, retry_max_wait=5), stop=stop,
-                             budget=CallBudget(None))
-        waits = recorded_waits(client)
-        assert client.complete(_request()) == "\\boxed{5}" and srv.call_count == 3
-    assert waits == [0.3, 0.3]  # the backoff alone would wait at most 1 ms, then 2 ms
-    with StubOpenAIServer(text="\\boxed{5}", fault_sequence=["429"], retry_after="30") as srv:
-        stop = threading.Event()
-        client = JudgeClient(config(srv, tmp_path, retry_max_wait=0.2), stop=stop, budget=CallBudget(None))
-        waits = recorded_waits(client)
-        client.complete(_request())
-    assert waits == [0.2]  # a Retry-After longer than retry_max_wait is cut to it
-    with StubOpenAIServer(text="\\boxed{5}", fault_sequence=["500", "500", "drop"]) as srv:
-        stop = threading.Event()
-        client = JudgeClient(config(srv, tmp_path, retry_wait=10), stop=stop, budget=CallBudget(None))
-        waits = recorded_waits(client)
-        client.complete(_request())
-        assert srv.call_count == 4
-    # no Retry-After: a retry after a server error or a dropped connection goes at once (the run's retry
-    # budget starts with 10), where the backoff would have waited up to 10 s, 20 s, 40 s
-    assert waits == [0, 0, 0]
-    with StubOpenAIServer(text="\\boxed{5}", fault_sequence=["500", "500", "drop"]) as srv:
-        stop = threading.Event()
-        client = JudgeClient(config(srv, tmp_path, retry_wait=0.001, retry_budget=0), stop=stop,
-                             budget=CallBudget(None))
-        waits = recorded_waits(client)
-        client.complete(_request())
-        assert srv.call_count == 4
-    # with no budget, exponential backoff with full jitter, at most retry_wait x 2^k
-    assert len(waits) == 3 and 0 < waits[0] <= 0.001 and 0 < waits[1] <= 0.002 and 0 < waits[2] <= 0.004
-    with StubOpenAIServer(text="\\boxed{5}", fault_sequence=["nonjson"]) as srv:
-        stop = threading.Event()
-        client = JudgeClient(config(srv, tmp_path, retry_wait=10, retry_max_wait=0.01), stop=stop,
-                             budget=CallBudget(None))
-        waits = recorded_waits(client)
-        client.complete(_request())
-    assert len(waits) == 1 and waits[0] > 0  # any other fault backs off from the first retry
+def _complete(srv_or_url, tmp_path, request: dict, budget=None, **options):
+    """One request through a new client: (the reply or the exception, the client)."""
+    client = JudgeClient(config(srv_or_url, tmp_path, **options), budget=budget or CallBudget(None))
+
+    async def call():
+        try:
+            return await client.complete(request)
+        except Exception as exc:  # handed to the test
+            return exc
+        finally:
+            await client.close()
+
+    return run(call()), client
 
 
-def test_the_retry_budget_lets_isolated_faults_retry_at_once_and_backs_off_a_failing_server():
-    from lm_eval_ext.judge.retry_budget import RetryBudget
-
-    budget = RetryBudget(0.2)
-    assert [budget.withdraw() for _ in range(11)] == [True] * 10 + [False]  # 10 to start with
-    for _ in range(4):
-        budget.deposit()
-    assert not budget.withdraw()  # 4 replies earn 0.8 of a retry
-    budget.deposit()
-    assert [budget.withdraw(), budget.withdraw()] == [True, False]
-    for _ in range(1000):
-        budget.deposit()
-    assert sum(budget.withdraw() for _ in range(20)) == 10  # never more than 10 saved up
-    none = RetryBudget(0)
-    none.deposit()
-    assert not none.withdraw()
+def test_server_faults_are_retried_by_the_client_and_bad_replies_asked_again_at_once(tmp_path):
+    """HTTP 429 (with Retry-After), 500, 503 and a dropped connection are the openai client's retries, with its
+    backoff (the stub sees its retry count); a reply that is not a chat completion is asked again at once, as a
+    new request (retry count 0: no backoff)."""
+    faults = ["drop", "429", "500", "503", "badjson", "empty", "nonjson", None]
+    with StubOpenAIServer(text="\\boxed{5}", fault_sequence=faults, retry_after="0.01", error_retry_after="0.01") as srv:
+        reply, client = _complete(srv, tmp_path, _request(), retries=10)
+        counts = [r["headers"].get("x-stainless-retry-count") for r in srv.requests]
+    assert reply == "\\boxed{5}" and len(counts) == len(faults)
+    assert counts == ["0", "1", "2", "3", "4", "0", "0", "0"]
+    assert dict(client.retries) == {"connection": 1, "429": 1, "500": 1, "503": 1, "malformed": 3}
 
 
-def test_a_server_that_keeps_failing_spends_the_retry_budget_then_retries_back_off(tmp_path):
-    from lm_eval_ext.judge.client import TransientError
-
-    faults = (["500", "429", "drop", "500", "500", "drop", None]  # call 1: four retries at once (the most for
-              # one call; the 429 waits its Retry-After), then backoff
-              + ["500"] * 6  # calls 2-3, three tries each, all failed: two retries at once each
-              + ["500", "500", "drop", None]  # call 4: the last two retries at once, then the bucket is dry
-              + [None] * 3 + ["500", None])  # calls 5-7: with call 4, 5 replies earn a retry at once (call 8)
-    with StubOpenAIServer(text="ok", fault_sequence=faults) as srv:
-        client = JudgeClient(config(srv, tmp_path, retries=6, retry_wait=0.001, retry_max_wait=0.1),
-                             stop=threading.Event(), budget=CallBudget(None))
-        waits = recorded_waits(client)
-
-        def waits_of(call) -> list[float]:
-            del waits[:]
-            call()
-            return list(waits)
-
-        def failed_call():
-            with pytest.raises(TransientError):
-                client.complete(_request(), tries=3)
-
-        first = waits_of(lambda: client.complete(_request()))
-        assert first[:5] == [0, 0.05, 0, 0, 0] and len(first) == 6 and 0 < first[5] <= 0.032
-        assert [waits_of(failed_call) for _ in range(2)] == [[0, 0]] * 2
-        fourth = waits_of(lambda: client.complete(_request()))
-        assert fourth[:2] == [0, 0] and len(fourth) == 3 and 0 < fourth[2] <= 0.004
-        for _ in range(3):
-            assert waits_of(lambda: client.complete(_request())) == []
-        assert waits_of(lambda: client.complete(_request())) == [0]
-        assert srv.call_count == len(faults)
+def test_the_tries_of_a_request_count_every_retry(tmp_path):
+    """retries=2: three tries in all, whether the client retried them or the judge asked again."""
+    for faults, kind in ((["500", "badjson", "500", None], "500"), (["badjson", "500", "empty", None], "malformed")):
+        with StubOpenAIServer(text="\\boxed{5}", fault_sequence=faults, error_retry_after="0.01") as srv:
+            error, client = _complete(srv, tmp_path, _request(), retries=2)
+            assert srv.call_count == 3
+        assert isinstance(error, TransientError) and error.kind == kind
 
 
 def test_a_probe_is_one_try_with_its_own_timeout(tmp_path):
     """complete(request, timeout=, tries=1): one request, the configured 120 s and 6 retries do not apply."""
-    from lm_eval_ext.judge.client import TransientError
-
     with StubOpenAIServer(fault_sequence=["timeout"], timeout_s=30) as srv:
-        stop = threading.Event()
-        client = JudgeClient(config(srv, tmp_path, timeout=120, retries=6), stop=stop, budget=CallBudget(1))
-        waits = recorded_waits(client)
-        with pytest.raises(TransientError, match=r"no reply from 127\.0\.0\.1:\d+ within 0\.3 s") as err:
-            client.complete(_request(), timeout=0.3, tries=1)
-        assert err.value.kind == "timeout" and srv.call_count == 1 and waits == []
+        client = JudgeClient(config(srv, tmp_path, timeout=120, retries=6), budget=CallBudget(1))
+
+        async def probe_call():
+            try:
+                with pytest.raises(TransientError, match=r"no reply from 127\.0\.0\.1:\d+ within 0\.3 s") as err:
+                    await client.complete(_request(), timeout=0.3, tries=1)
+                return err
+            finally:
+                await client.close()
+
+        err = run(probe_call())
+        assert err.value.kind == "timeout" and srv.call_count == 1 and not client.retries
     with StubOpenAIServer(text="ok") as srv:
-        client = JudgeClient(config(srv, tmp_path), stop=threading.Event(), budget=CallBudget(1))
-        waits = recorded_waits(client)
-        assert client.complete(_request(), timeout=5, tries=1) == "ok" and client.reached.is_set()
+        client = JudgeClient(config(srv, tmp_path), budget=CallBudget(1))
+
+        async def ok_call():
+            try:
+                return await client.complete(_request(), timeout=5, tries=1)
+            finally:
+                await client.close()
+
+        assert run(ok_call()) == "ok" and client.reached
 
 
 def test_bad_key_stops_the_run_at_once_with_one_message(tmp_path):
@@ -406,7 +350,7 @@ def test_killed_run_resumes_without_repeating_finished_calls(tmp_path):
 
 
 def test_key_is_written_nowhere(tmp_path, caplog, capsys):
-    caplog.set_level(logging.DEBUG)  # every logger, those of the HTTP transport (aiohttp, asyncio) included
+    caplog.set_level(logging.DEBUG)  # every logger, those of the HTTP client (openai, httpx2, asyncio) included
     faults = {"429": 0.2, "500": 0.1, "noscore": 0.1}
     with StubOpenAIServer(responder=score_by_index, faults=faults, seed=1) as srv:
         judge = Judge(config(srv, tmp_path), progress=True)
@@ -419,8 +363,8 @@ def test_key_is_written_nowhere(tmp_path, caplog, capsys):
     texts = [caplog.text, captured.out, captured.err, str(err.value), json.dumps(judge.record.to_dict()),
              json.dumps(judge.stats.to_dict())]
     assert all(FAKE_KEY not in text for text in texts)
-    # the debug logs were really captured: the transport's event loop and the judge's retries (aiohttp logs no request)
-    assert {r.name.split(".")[0] for r in caplog.records} >= {"asyncio", "lm_eval_ext"}
+    # the debug logs were really captured: the event loop's, the openai client's and the judge's retries
+    assert {r.name.split(".")[0] for r in caplog.records} >= {"asyncio", "openai", "lm_eval_ext"}
     for path in tmp_path.rglob("*"):
         if path.is_file():
             assert FAKE_KEY.encode() not in path.read_bytes(), path

@@ -33,7 +33,7 @@ def _judge_key(monkeypatch):
 
 def config(srv, tmp_path, **options):
     return resolve_config(explicit={"base_url": srv.base_url, "api_key_env": KEY_ENV, "model": "stub-judge",
-                                    "cache": str(tmp_path / "cache.sqlite"), "retry_wait": 0.01, "concurrency": 1,
+                                    "cache": str(tmp_path / "cache.sqlite"), "concurrency": 1,
                                     **options}, environ={})
 
 

@@ -239,7 +239,7 @@ def test_unreachable_judge_is_one_paragraph(data_dir, run_cli, tmp_path):
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     proc = run_cli(["lm-eval-ext", "judge", "validate", "--judge-base-url", f"http://127.0.0.1:{port}/v1",
-                    "--judge-cache", "none", "--judge-retries", "1", "--judge-retry-wait", "0.01",
+                    "--judge-cache", "none", "--judge-retries", "1",
                     "--output-dir", str(tmp_path / "v")], env={"OPENAI_API_KEY": "sk-test"})
     assert proc.returncode == 2
     assert proc.stderr.count("error:") == 1 and "Traceback" not in proc.stderr

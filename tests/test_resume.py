@@ -190,8 +190,7 @@ def test_a_judge_lost_during_the_run_names_the_command_that_finishes(run_cli, da
     # the probe and two verdicts come through; then the judge drops every connection
     sequence = [None, None, None] + ["drop"] * 40
     with StubOpenAIServer(responder=answering_the_probe(scores), models=(), fault_sequence=sequence) as srv:
-        proc = run_cli([*LM_EVAL_EXT, "run", *flags, *_metadata(srv, tmp_path, answers, judge_retries=1,
-                                                                   judge_retry_wait=0.01)],
+        proc = run_cli([*LM_EVAL_EXT, "run", *flags, *_metadata(srv, tmp_path, answers, judge_retries=1)],
                        env={KEY_ENV: KEY}, timeout=600)
         assert proc.returncode == 2 and "Traceback" not in proc.stderr
         (run,) = answers.iterdir()

@@ -17,7 +17,7 @@ import sys
 import time
 from pathlib import Path
 
-from ..judge.config import OPTIONS, JudgeConfig, cli_flag, metadata_name, resolve_config
+from ..judge.config import OPTIONS, REMOVED, JudgeConfig, cli_flag, metadata_name, removed_option, resolve_config
 
 _DEST = "judge_option_"
 
@@ -35,16 +35,26 @@ def add_judge_options(parser: argparse.ArgumentParser) -> None:
             default = "" if option.default is None else f" (default: {option.default})"
             group.add_argument(flag, dest=dest, default=None, metavar=option.name.upper(),
                                help=option.metadata["help"] + default)
+    for name in REMOVED:  # given, a removed option is an error that says what to do
+        group.add_argument(cli_flag(name), dest=_DEST + name, default=None, help=argparse.SUPPRESS)
+
+
+def _no_removed(args: argparse.Namespace) -> None:
+    for name in REMOVED:
+        if getattr(args, _DEST + name, None) is not None:
+            raise removed_option(name, cli_flag(name), "the command line")
 
 
 def judge_flags_as_metadata(args: argparse.Namespace) -> dict:
     """The ``--judge-*`` flags given, as the ``judge_*`` metadata a run's tasks read."""
+    _no_removed(args)
     return {metadata_name(option.name): value for option in OPTIONS
             if (value := getattr(args, _DEST + option.name)) is not None}
 
 
 def config_from_args(args: argparse.Namespace, **task_defaults) -> JudgeConfig:
     """The judge configuration from parsed flags (and the environment, and ``task_defaults``)."""
+    _no_removed(args)
     explicit = {option.name: getattr(args, _DEST + option.name) for option in OPTIONS}
     return resolve_config(explicit=explicit, task_defaults=task_defaults)
 

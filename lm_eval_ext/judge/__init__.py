@@ -9,11 +9,11 @@ Python API (docs/judge.md has the harness integration and every option)::
     results[0].score        # 1..10, or None with results[0].failure set
 
 Modules, one job each: ``config`` (options and their sources), ``templates`` (the judges' definitions and
-prompt filling), ``parser`` (scores from replies), ``client`` (one call and its retry policy),
-``retry_budget`` (which retries of a run may go at once), ``cache`` (replies on disk), ``runner`` (a batch,
-concurrently), ``usage`` (tokens, prices, the cost limit), ``batch`` (the OpenAI Batch API), ``harness`` (the
-filter, task class and metric helpers for task YAMLs), ``validation_data``, ``validate`` and ``plot``; the
-command (``lm-eval-ext judge validate`` and ``collect``) is :mod:`lm_eval_ext.commands.judge`.
+prompt filling), ``parser`` (scores from replies), ``client`` (one request on the ``openai`` client, bounded in
+time and size), ``cache`` (replies on disk), ``runner`` (the ask loop of every prompt, concurrently),
+``usage`` (tokens, prices, the cost limit), ``batch`` (the OpenAI Batch API), ``probe`` (the check before a
+run), ``harness`` (the filter, task class and metric helpers for task YAMLs), ``validation_data``, ``validate``
+and ``plot``; the command (``lm-eval-ext judge validate`` and ``collect``) is :mod:`lm_eval_ext.commands.judge`.
 """
 from .config import JudgeConfig, resolve_config
 from .records import JudgeItem, JudgeResult

@@ -13,7 +13,8 @@ resume DIR``, or the same command again) looks for a batch already submitted for
 every state folder it is given and collects it instead of submitting a new one. A record whose batch
 id was not saved (killed between the two writes) is found again by its input file among the
 endpoint's batches. Items a batch reports failed or expired are sent again live (with the client's
-retries) and count as judge failures if they still fail.
+retries) and count as judge failures if they still fail. The judge's one ask loop (``runner.Judge``) asks
+for every reply, live or batched: :class:`Batched` is its source of replies here.
 
 With ``dry_run`` the request files are written and nothing is sent: they run as they are through
 vLLM's offline batch runner (``python -m vllm.entrypoints.openai.run_batch -i FILE -o OUT --model M``),
@@ -21,23 +22,23 @@ and ``lm-eval-ext judge collect OUT`` puts its replies into the judge cache.
 """
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import hashlib
 import json
 import logging
-import os
 import sys
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from tqdm import tqdm
 
-from .client import CallBudget, ItemRejected, JudgeClient, TransientError, reply_text
+from ..atomic_write import atomic_open
+from .client import CallBudget, api_key, reply_text
 from .config import JudgeConfig, how_to_set
 from .errors import JudgeError
-from .records import FAILED, JudgeResult
-from .usage import METER, ItemUsage, reply_usage
+from .usage import ItemUsage, reply_usage
 
 log = logging.getLogger(__name__)
 
@@ -119,9 +120,8 @@ class BatchRunner:
         if self._api is None:
             import openai
 
-            JudgeClient(self.config, stop=threading.Event(), budget=None)  # the key check and its message
-            self._api = openai.OpenAI(api_key=os.environ[self.config.api_key_env], base_url=self.config.base_url,
-                                      max_retries=0, timeout=self.config.timeout)
+            self._api = openai.OpenAI(api_key=api_key(self.config), base_url=self.config.base_url, max_retries=0,
+                                      timeout=self.config.timeout)
         return self._api
 
     def _call(self, what: str, function, *args, **kwargs):
@@ -151,21 +151,19 @@ class BatchRunner:
         return found
 
     def _save(self, path: Path, record: dict) -> None:
-        partial = path.with_name(path.name + ".partial")
-        partial.write_text(json.dumps(record, indent=1), encoding="utf-8")
-        partial.replace(path)
+        with atomic_open(path, "w", encoding="utf-8") as file:
+            file.write(json.dumps(record, indent=1))
 
     # -- one round ----------------------------------------------------------------------------
 
     def write_files(self, requests: dict[str, dict]) -> list[Path]:
         """Write the request files of ``requests`` (the dry run's output, for vLLM's batch runner)."""
-        folder = self.state_dir / STATE_FOLDER
-        folder.mkdir(parents=True, exist_ok=True)
         paths = []
         for chunk in split(request_lines(requests), self.config.batch_max_requests, self.config.batch_max_bytes):
             data = b"".join(chunk)
-            path = folder / f"requests-{hashlib.sha256(data).hexdigest()[:16]}.jsonl"
-            path.write_bytes(data)
+            path = self.state_dir / STATE_FOLDER / f"requests-{hashlib.sha256(data).hexdigest()[:16]}.jsonl"
+            with atomic_open(path) as file:
+                file.write(data)
             paths.append(path)
         return paths
 
@@ -205,9 +203,9 @@ class BatchRunner:
         data = b"".join(chunk)
         sha = hashlib.sha256(data).hexdigest()
         folder = self.state_dir / STATE_FOLDER
-        folder.mkdir(parents=True, exist_ok=True)
         request_file = folder / f"requests-{sha[:16]}.jsonl"
-        request_file.write_bytes(data)
+        with atomic_open(request_file) as file:
+            file.write(data)
         path = folder / f"batch-{sha[:16]}.json"
         record = {"endpoint": self.config.endpoint_id(), "request_file": request_file.name, "sha256": sha,
                   "custom_ids": [json.loads(line)["custom_id"] for line in chunk], "input_file_id": None, "id": None}
@@ -302,74 +300,66 @@ def collect_file(path: Path, config: JudgeConfig) -> tuple[int, int]:
     return len(replies), len(failures)
 
 
-def judge_in_batches(judge, batches: BatchRunner, work: list[tuple[str, list[dict[str, str]]]],
-                     what: str) -> dict:
-    """Verdicts (prompt key -> JudgeResult) of ``work`` judged by ``judge`` (a runner.Judge) through ``batches``,
-    one round per ask, with the judge's own cache, verdict rule and statistics (same package)."""
-    client = JudgeClient(judge.config, stop=threading.Event(), budget=CallBudget(judge.config.max_calls))
-    outputs = {key: [] for key, _ in work}
-    usage = {key: ItemUsage(judge.config) for key, _ in work}
-    calls = dict.fromkeys(outputs, 0)
-    messages = dict(work)
-    verdicts: dict[str, JudgeResult] = {}
-    while len(verdicts) < len(work):
-        requests: dict[str, tuple[str, dict]] = {}  # cache key -> (prompt, body) of this round
-        for key in messages:
-            while key not in verdicts:  # asks already in the cache (a rerun) are replayed, not sent
-                body = judge.request(messages[key], len(outputs[key]))
-                reply = judge.cache.get(judge._key(body))
-                if reply is None:
-                    requests[judge._key(body)] = (key, body)
-                    break
-                outputs[key].append(reply)
-                verdict = judge._verdict(outputs[key], calls[key], usage[key].record())
-                if verdict is not None:
-                    verdicts[key] = verdict
-        if not requests:
-            break
-        reservations = {}
-        try:  # the whole round is reserved before it is submitted
-            for cache_key, (_, body) in requests.items():
-                reservations[cache_key] = METER.reserve(judge.config, body, batch=True)
-            outcome = batches.run({cache_key: body for cache_key, (_, body) in requests.items()}, what)
-        except BaseException:  # stopped (cost limit, detached, interrupted): nothing of it collected here
-            for amount in reservations.values():
-                METER.settle(amount, 0.0)
-            raise
-        for cache_key, (key, body) in requests.items():
-            calls[key] += 1
-            before = usage[key].cost
-            reply = outcome.replies.get(cache_key)
-            if reply is not None:
-                text = client.redact(reply_text(reply))
-                usage[key].add(reply_usage(reply), batch=True)
-            else:  # failed or expired in its batch: once more, live
-                text, got, why = live_retry(client, body)
-                if got:
-                    usage[key].add(got)
-                if text is None:
-                    METER.settle(reservations[cache_key], usage[key].cost - before)
-                    verdicts[key] = JudgeResult(FAILED, failure="transport", detail=f"batch: "
-                                                f"{outcome.failures.get(cache_key)}; live: {why}",
-                                                judge_outputs=outputs[key], calls=calls[key],
-                                                usage=usage[key].record())
-                    continue
-            METER.settle(reservations[cache_key], usage[key].cost - before)
-            judge.cache.put(cache_key, text, judge.setup.model)
-            outputs[key].append(text)
-            verdict = judge._verdict(outputs[key], calls[key], usage[key].record())
-            if verdict is not None:
-                verdicts[key] = verdict
-    judge.stats.calls = sum(calls.values())
-    judge.stats.retries = client.retries
-    return verdicts
+class Batched:
+    """The judge's replies from the batch API (``runner.Judge``'s ask loop awaits :meth:`reply` for each ask).
 
+    Once every prompt still without a verdict is waiting for a reply, their requests go as one round
+    (:meth:`BatchRunner.run`): the first asks, then the re-asks of replies with no valid score. A request the
+    batch failed or let expire is sent once more live (``live``: ``runner.Live``, with the client's retries).
+    Each request sent in a batch counts against ``budget``.
+    """
 
-def live_retry(client: JudgeClient, request: dict) -> tuple[str | None, dict | None, str | None]:
-    """One request sent live after its batch failed it: (text, usage, None) or (None, None, why)."""
-    got: dict = {}
-    try:
-        text = client.complete(request, on_usage=got.update)
-    except (TransientError, ItemRejected) as err:
-        return None, None, str(err)
-    return text, got, None
+    batch = True
+
+    def __init__(self, batches: BatchRunner, live, budget: CallBudget, prompts: int, label: str) -> None:
+        self._batches = batches
+        self._live = live
+        self._budget = budget
+        self._active = prompts  # prompts without a verdict yet
+        self._label = label
+        self._waiting: dict[str, tuple[dict, asyncio.Future]] = {}
+        self._failures: dict[str, str] = {}  # why the batch gave no reply, by request key
+
+    def slot(self) -> contextlib.AbstractAsyncContextManager:
+        """A prompt waits for its batches without a slot (its live retry takes one of the live source's)."""
+        return contextlib.nullcontext()
+
+    def done(self) -> None:
+        """A prompt has its verdict (or stopped): the others may be all that a round waits for."""
+        self._active -= 1
+        self._send_round()
+
+    async def reply(self, key: str, request: dict, usage: ItemUsage) -> str:
+        """The reply text to ``request`` from its round's batch, else from a live retry (tokens added to ``usage``)."""
+        self._budget.take()
+        future = asyncio.get_running_loop().create_future()
+        self._waiting[key] = (request, future)
+        self._send_round()
+        reply = await future
+        if reply is not None:
+            usage.add(reply_usage(reply), batch=True)
+            return self._live.client.redact(reply_text(reply))
+        async with self._live.slot():
+            return await self._live.reply(key, request, usage)
+
+    def detail(self, key: str, exc: Exception) -> str:
+        """What a judge failure of the request ``key`` records: why the batch, then the live retry, failed."""
+        return f"batch: {self._failures.get(key)}; live: {exc}"
+
+    def _send_round(self) -> None:
+        """Send the round once every prompt without a verdict waits for it; each waiting ask gets its batch's reply
+        (None: failed in its batch) or the round's error (e.g. the batches were detached)."""
+        if not self._waiting or len(self._waiting) < self._active:
+            return
+        round_, self._waiting = self._waiting, {}
+        try:  # blocks the event loop: every prompt is waiting for this round
+            outcome = self._batches.run({key: body for key, (body, _) in round_.items()}, self._label)
+        except Exception as exc:
+            for _, future in round_.values():
+                future.set_exception(exc)
+            return
+        if outcome.replies:  # the judge answered: a live retry that fails is that item's failure, not a dead judge
+            self._live.client.reached, self._live.client.last_reply = True, time.monotonic()
+        self._failures.update(outcome.failures)
+        for key, (_, future) in round_.items():
+            future.set_result(outcome.replies.get(key))

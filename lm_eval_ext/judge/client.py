@@ -1,94 +1,79 @@
-"""One judge call over the OpenAI chat-completions API, bounded in time and size, with the retry policy of judge.md.
+"""One judge request over the OpenAI chat-completions API, on the ``openai`` client, bounded in time and size.
 
-Each HTTP request goes through the judge's transport (:mod:`lm_eval_ext.judge.http`: ``aiohttp`` on the
-judge's own event loop, where a run's calls are tasks; the reply is read in pieces as it arrives):
+``openai.AsyncOpenAI`` sends each request and retries what it retries, ``retries`` times: HTTP 408, 409,
+429 and 5xx, timeouts and connection errors, after its exponential backoff (0.5 s doubling up to 8 s, with
+jitter) or what the server's ``retry-after-ms`` / ``Retry-After`` says. Its HTTP client (``httpx2``) takes
+the proxies (``HTTPS_PROXY``, ``NO_PROXY``, ...) and the certificates (``SSL_CERT_FILE``, ``SSL_CERT_DIR``)
+from the environment. The reply's body is read here, in pieces as it arrives, so that the judge adds:
 
-- **an overall deadline**: connecting, sending and reading the whole reply must end within
-  ``timeout`` seconds of the start; a reply still arriving then (a server that streams
-  forever) is cut, not only one that is silent for that long;
-- **a size cap**: a reply body larger than ``max_reply_bytes`` is cut when the cap is passed
-  (``Accept-Encoding: identity``, so the cap counts the bytes that reach memory).
+- **a deadline** for each try: the whole reply within ``timeout`` seconds of the request's start (each wait
+  for the server is bounded by ``timeout`` too); a reply still arriving then is cut, not only a silent one;
+- **a size cap**: a body larger than ``max_reply_bytes`` is cut when the cap is passed
+  (``Accept-Encoding: identity``, so the cap counts the bytes that reach memory);
+- **replies asked again at once**: a body cut at the deadline or the cap, dropped mid-way, or that is not a
+  chat completion (not JSON, empty, another shape) says nothing about the server's load: it is asked again
+  without a wait. Every try counts against the request's ``retries + 1``, openai's retries included;
+- **the counts of a run**, from the HTTP client's event hooks, which see every try of openai's retries: the
+  HTTP requests against ``max_calls``, the retries by kind, and **the circuit breaker**: ``stop_after_timeouts``
+  tries in a row, across every request in flight, that brought no reply (timed out, or no connection) while
+  nothing has come back from the judge for ``timeout`` seconds stop the run (:class:`JudgeGone`);
+- what a refusal means: HTTP 401, 403, 404 stop the run (every request would fail the same way), any other
+  4xx fails this item only (e.g. a prompt too long for the judge).
 
-Both are faults of that try. The policy is ours, with ``tenacity``:
+The hooks raise the judge's own stops (:class:`CallCapReached`, :class:`Aborted`, :class:`JudgeGone`) as
+``openai.OpenAIError`` subclasses, which the client passes on unretried.
 
-- retried with exponential backoff and full jitter (``retry_wait`` * 2^k, at most
-  ``retry_max_wait``), or exactly as long as a ``Retry-After`` header says: timeouts (the
-  deadline), connection errors, replies over the size cap, HTTP 408/409/429/5xx, and 200
-  replies that are not a chat completion; up to four retries of a call after a 5xx without
-  ``Retry-After`` or a dropped connection go at once while the run's retry budget allows (mostly
-  one request's bad luck; :mod:`lm_eval_ext.judge.retry_budget`), and wait as above once such
-  faults are frequent;
-- fatal for the whole run (every call would fail the same way): HTTP 401, 403, 404;
-- failed at once for this item only: any other 4xx (e.g. a prompt too long for the judge);
-- the circuit breaker: ``stop_after_timeouts`` tries in a row, across every call in flight,
-  that time out or cannot connect, with nothing back from the judge for ``timeout`` seconds,
-  stop the run (:class:`JudgeGone`).
-
-The request body is sent as it is and the reply's bytes read with ``json``: the official
-``openai`` client's typed ``chat.completions.create`` re-validates every request and builds a
-typed object of every reply, which cost more CPU than the rest of a call, and its generic
-``post`` reads a reply whole, with a timeout per read only (docs/judge.md, Throughput).
-
-The API key is read from the environment variable named in the configuration when the
-client is built, sent as the ``Authorization`` header and kept only to scrub it from any
-text we pass on (server error messages, replies).
+The API key is read from the environment variable named in the configuration, sent by the client as the
+``Authorization`` header and kept only to scrub it from any text passed on (server errors, replies).
 """
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
-import email.utils
+import contextvars
 import json
 import logging
 import os
 import threading
 import time
 from collections import Counter
-from collections.abc import Mapping
 
-import tenacity
+import httpx2
+import openai
 
 from .config import JudgeConfig, env_name, how_to_set
 from .errors import JudgeConfigError, JudgeRequestRejected
-from .http import Cut, Transport
-from .retry_budget import RetryBudget
 from .usage import reply_usage
 
 log = logging.getLogger(__name__)
 
 _MIN_SECRET_LENGTH = 8  # shorter "keys" are placeholders, not secrets
-_ABORT_TICK = 0.05  # seconds: how often a retry's wait looks whether the run was stopped
-# a request whose retries at once failed four times is not having bad luck: its later retries back off
-# whatever the run's budget (a judge restarting for half a minute is still ridden out at concurrency 1)
-_AT_ONCE_PER_CALL = 4
-_RETRIED_STATUS = {408, 409, 429}
 _FATAL_STATUS = {401: "rejected the API key", 403: "refused access with this API key",
                  404: "does not know this model or path"}
 
 
 class TransientError(Exception):
-    """A failed call worth retrying; ``kind`` is timeout, connection, malformed or the HTTP status."""
+    """A request that brought no usable reply in its tries; ``kind``: timeout, connection, too_large,
+    malformed, or the HTTP status of the last try."""
 
-    def __init__(self, kind: str, message: str, retry_after: float | None = None) -> None:
+    def __init__(self, kind: str, message: str) -> None:
         super().__init__(message)
         self.kind = kind
-        self.retry_after = retry_after
 
 
 class ItemRejected(Exception):
     """The endpoint refused this one request (a 4xx other than 401/403/404/408/409/429)."""
 
 
-class CallCapReached(Exception):
+class CallCapReached(openai.OpenAIError):
     """The run has used all the judge calls ``max_calls`` allows."""
 
 
-class Aborted(Exception):
-    """The run is stopping (another call hit a fatal error); make no more calls."""
+class Aborted(openai.OpenAIError):
+    """The run is stopping (a fatal error, the circuit breaker); no more requests are sent."""
 
 
-class JudgeGone(Exception):
-    """The circuit breaker: ``stop_after_timeouts`` tries in a row timed out or could not connect."""
+class JudgeGone(openai.OpenAIError):
+    """The circuit breaker: ``stop_after_timeouts`` tries in a row brought no reply."""
 
     def __init__(self, message: str, last: TransientError) -> None:
         super().__init__(message)
@@ -96,110 +81,127 @@ class JudgeGone(Exception):
 
 
 class CallBudget:
-    """A thread-safe count of HTTP requests against the optional cap."""
+    """A count of HTTP requests against the optional cap."""
 
     def __init__(self, max_calls: int | None) -> None:
         self.max_calls = max_calls
         self.used = 0
-        self._lock = threading.Lock()
 
     def take(self) -> None:
-        with self._lock:
-            if self.max_calls is not None and self.used >= self.max_calls:
-                raise CallCapReached(f"the cap of {self.max_calls} judge calls is reached")
-            self.used += 1
+        """Count one request; raise :class:`CallCapReached` when the cap is used up."""
+        if self.max_calls is not None and self.used >= self.max_calls:
+            raise CallCapReached(f"the cap of {self.max_calls} judge calls is reached")
+        self.used += 1
 
 
-def _retry_after(headers) -> float | None:
-    """Seconds from ``retry-after-ms`` / ``retry-after`` (seconds or an HTTP date), if present."""
-    if headers is None:
-        return None
-    for name, divisor in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
-        value = headers.get(name)
-        if value is None:
-            continue
+def api_key(config: JudgeConfig) -> str:
+    """The judge's API key, from the variable the configuration names; a :class:`JudgeConfigError` if unset."""
+    secret = os.environ.get(config.api_key_env, "")
+    if not secret:
+        raise JudgeConfigError(
+            f"The judge needs an API key in the environment variable {config.api_key_env}, which is not set. "
+            f"Export it (for a local server without authentication any value works, e.g. "
+            f"{config.api_key_env}=EMPTY), or name another variable with {how_to_set('api_key_env', 'NAME')} "
+            f"or {env_name('api_key_env')}=NAME."
+        )
+    return secret
+
+
+def run(call):
+    """Run the coroutine ``call`` to its end and return its result, from a caller with or without an event
+    loop of its own (a notebook has one: the call then runs in a thread of its own)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(call)
+    outcome: list = []
+
+    def target() -> None:
         try:
-            return max(0.0, float(value) / divisor)
-        except ValueError:
-            when = email.utils.parsedate_to_datetime(value) if name == "retry-after" else None
-            if when is not None:
-                return max(0.0, when.timestamp() - time.time())
-    return None
+            outcome.append((True, asyncio.run(call)))
+        except BaseException as exc:  # handed to the caller
+            outcome.append((False, exc))
+
+    thread = threading.Thread(target=target, name="judge")
+    thread.start()
+    thread.join()
+    ok, value = outcome[0]
+    if not ok:
+        raise value
+    return value
 
 
-def _at_once(exc: TransientError) -> bool:
-    """Whether a retry after ``exc`` may go at once: a server error (5xx) or a dropped connection is most
-    often one request's bad luck (a stale kept-alive connection, a worker restarting), not a server asking
-    for less (429, a timeout)."""
-    return exc.kind == "connection" or exc.kind.isdigit() and int(exc.kind) >= 500
+class _Tries:
+    """The tries of one request, as the HTTP client's hooks see them (one per request, in a context variable:
+    the hooks run in the task of the request that sent them)."""
+
+    __slots__ = ("client", "timeout", "count", "started", "status", "error")
+
+    def __init__(self, client: JudgeClient, timeout: float) -> None:
+        self.client = client
+        self.timeout = timeout
+        self.count = 0
+        self.started = 0.0  # time.monotonic() when the latest try was sent
+        self.status: int | None = None  # the latest try's HTTP status
+        self.error: Exception | None = None  # why the latest try brought no reply (connect, send, receive)
+
+    async def trace(self, event: str, info: dict) -> None:
+        """httpcore's ``trace`` extension reports each step of a request, a failed one with its exception: a try
+        that fails before any reply counts for the circuit breaker when it fails (a retry comes only after the
+        client's backoff)."""
+        error = info.get("exception")
+        if event.endswith(".failed") and self.status is None and self.error is None and isinstance(error, Exception):
+            self.error = error
+            self.client.silent(self.client.no_reply(error, self.timeout))
 
 
-class _WaitRetryAfter(tenacity.wait.wait_base):
-    """Wait what the server's Retry-After says; otherwise the fallback (exponential with jitter), except that
-    up to ``_AT_ONCE_PER_CALL`` retries of one call after a server error or a dropped connection
-    (:func:`_at_once`) go at once while the run's retry budget (:mod:`lm_eval_ext.judge.retry_budget`)
-    allows it. One instance serves one call. ``tries`` is the call's last attempt number: tenacity asks for
-    the wait before it checks the stop, and the last failure pays for no retry."""
+_TRIES: contextvars.ContextVar[_Tries] = contextvars.ContextVar("judge_tries")
 
-    def __init__(self, fallback: tenacity.wait.wait_base, max_wait: float, budget: RetryBudget, tries: int) -> None:
-        self.fallback = fallback
-        self.max_wait = max_wait
-        self.budget = budget
-        self.tries = tries
-        self.at_once = 0
 
-    def __call__(self, retry_state: tenacity.RetryCallState) -> float:
-        exc = retry_state.outcome.exception() if retry_state.outcome else None
-        if isinstance(exc, TransientError) and exc.retry_after is not None:
-            return min(exc.retry_after, self.max_wait)
-        if (isinstance(exc, TransientError) and _at_once(exc) and self.at_once < _AT_ONCE_PER_CALL
-                and retry_state.attempt_number < self.tries and self.budget.withdraw()):
-            self.at_once += 1
-            return 0.0
-        return self.fallback(retry_state)
+class _Fault(Exception):
+    """A try whose reply was unusable (read here); ``kind`` as :class:`TransientError`'s."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
 
 
 class JudgeClient:
-    """Sends chat-completion requests to the judge endpoint with the retry policy above.
+    """Sends chat-completion requests to the judge endpoint (module docstring); use within one event loop, and
+    :meth:`close` it there.
 
-    ``stop`` is set when the run aborts: waits end early and no new call starts.
-    ``budget`` counts every HTTP request against the spending cap.
+    ``budget`` counts every HTTP request against the spending cap; :meth:`abort` stops the run's requests.
     """
 
-    def __init__(self, config: JudgeConfig, *, stop: threading.Event, budget: CallBudget) -> None:
-        secret = os.environ.get(config.api_key_env, "")
-        if not secret:
-            raise JudgeConfigError(
-                f"The judge needs an API key in the environment variable {config.api_key_env}, which is not set. "
-                f"Export it (for a local server without authentication any value works, e.g. "
-                f"{config.api_key_env}=EMPTY), or name another variable with {how_to_set('api_key_env', 'NAME')} "
-                f"or {env_name('api_key_env')}=NAME."
-            )
-        self._secret = secret
+    def __init__(self, config: JudgeConfig, *, budget: CallBudget, connections: int | None = None) -> None:
+        self._secret = api_key(config)
         self.config = config
         self.host = config.base_url_host()
-        self._stop = stop
         self._budget = budget
-        root = config.base_url.rstrip("/")
-        self._urls = {path: f"{root}/{path}" for path in ("chat/completions", "models")}
-        self._http = Transport(root, {"Authorization": f"Bearer {secret}", "Accept-Encoding": "identity"},
-                               connections=config.concurrency)
-        self.reached = threading.Event()  # set by the first well-formed reply of this run
+        connections = connections or config.concurrency
+        self._openai = openai.AsyncOpenAI(
+            api_key=self._secret, base_url=config.base_url, max_retries=config.retries, timeout=config.timeout,
+            default_headers={"Accept-Encoding": "identity"},
+            # as many kept-alive connections as requests in flight (openai's default keeps 100)
+            http_client=openai.DefaultAsyncHttpxClient(
+                timeout=config.timeout,
+                limits=httpx2.Limits(max_connections=connections, max_keepalive_connections=connections),
+                event_hooks={"request": [self._on_request], "response": [self._on_response]}))
+        self.stopped = False
+        self.reached = False  # a well-formed reply came back in this run
         self.last_reply = float("-inf")  # time.monotonic() of the latest well-formed reply
         self.retries: Counter[str] = Counter()
-        self._retry_budget = RetryBudget(config.retry_budget)
         self.gone: JudgeGone | None = None  # set when the circuit breaker stopped the run
-        self._timeouts_in_a_row = 0
-        self._last_answer = float("-inf")  # time.monotonic() of the latest HTTP response of any kind
-        self._stats_lock = threading.Lock()
+        self._silent_in_a_row = 0
+        self._last_answer = float("-inf")  # time.monotonic() of the latest whole answer of any kind
 
     def abort(self) -> None:
-        """Stop the run's calls: waits end, no new call starts (others raise :class:`Aborted`)."""
-        self._stop.set()
+        """Stop the run's requests: no new request or retry is sent (they raise :class:`Aborted`)."""
+        self.stopped = True
 
-    def close(self) -> None:
+    async def close(self) -> None:
         """Close the connections."""
-        self._http.close()
+        await self._openai.close()
 
     def redact(self, text: str) -> str:
         """``text`` with the API key replaced by ``***``.
@@ -207,167 +209,205 @@ class JudgeClient:
         Keys shorter than ``_MIN_SECRET_LENGTH`` are placeholders for keyless local servers
         ("x", "EMPTY"): replacing them would mangle replies (``\\boxed`` with key "x").
         """
-        if self._secret and len(self._secret) >= _MIN_SECRET_LENGTH:
+        if len(self._secret) >= _MIN_SECRET_LENGTH:
             return text.replace(self._secret, "***")
         return text
 
-    def list_models(self, timeout: float) -> set[str] | None:
-        """The model ids of the endpoint's list (``GET /models``), one try within ``timeout`` seconds.
+    # -- the HTTP client's hooks: every try ------------------------------------------------------
 
-        None when the endpoint lists none (no such route, an error, a list that is not one or is
-        over the size cap: not every server has it). Raises :class:`TransientError` (timeout,
-        connection) or :class:`JudgeRequestRejected` (HTTP 401/403: the key).
-        """
-        self._budget.take()
-        try:
-            status, headers, body = self._http.run(self._fetch("GET", "models", None, timeout))
-        except TransientError as err:
-            if err.kind == "too_large":
-                return None
-            raise
-        if status in (401, 403):
-            raise self._status_error(status, body, headers, model=None)
-        try:
-            listed = json.loads(body).get("data") if status == 200 else None
-            return {entry["id"] for entry in listed} if isinstance(listed, list) else None
-        except (ValueError, AttributeError, KeyError, TypeError):
-            return None
-
-    def complete(self, request: dict, *, timeout: float | None = None, tries: int | None = None,
-                 on_usage=None) -> str:
-        """The reply text for one request body, retrying transient failures (blocks this thread; see
-        :meth:`acomplete`)."""
-        return self._http.run(self.acomplete(request, timeout=timeout, tries=tries, on_usage=on_usage))
-
-    def submit(self, call) -> concurrent.futures.Future:
-        """Run the coroutine ``call`` (which may await :meth:`acomplete`) on the HTTP loop; its future."""
-        return self._http.submit(call)
-
-    async def acomplete(self, request: dict, *, timeout: float | None = None, tries: int | None = None,
-                        on_usage=None) -> str:
-        """The reply text for one request body, retrying transient failures; awaited on the HTTP loop.
-
-        ``timeout`` (the deadline of each try, in seconds) and ``tries`` (1 = no retry) replace the
-        configuration's ``timeout`` and ``retries + 1`` for this call: ``complete(request, timeout=10,
-        tries=1)`` is a probe that tells a judge that hangs within 10 s. Raises the last
-        :class:`TransientError` when the tries are used up, :class:`ItemRejected`,
-        :class:`JudgeRequestRejected` (fatal), :class:`JudgeGone` (the circuit breaker),
-        :class:`CallCapReached` or :class:`Aborted`. ``on_usage`` is called with the tokens the reply
-        reports (:func:`lm_eval_ext.judge.usage.reply_usage`).
-        """
-        tries = tries or self.config.retries + 1
-        retrying = tenacity.AsyncRetrying(
-            retry=tenacity.retry_if_exception_type(TransientError),
-            stop=tenacity.stop_after_attempt(tries) | (lambda _state: self._stop.is_set()),
-            wait=_WaitRetryAfter(
-                tenacity.wait_random_exponential(multiplier=self.config.retry_wait, max=self.config.retry_max_wait),
-                self.config.retry_max_wait, self._retry_budget, tries,
-            ),
-            sleep=self._sleep,
-            before_sleep=self._note_retry,
-            reraise=True,
-        )
-        async for attempt in retrying:
-            with attempt:
-                return await self._call_once(request, timeout or self.config.timeout, on_usage)
-        raise AssertionError("unreachable: tenacity either returns or reraises")
-
-    async def _sleep(self, seconds: float) -> None:
-        """The wait before a retry; an abort (from any thread) ends it within ``_ABORT_TICK`` seconds."""
-        end = time.monotonic() + seconds
-        while not self._stop.is_set() and (left := end - time.monotonic()) > 0:
-            await asyncio.sleep(min(left, _ABORT_TICK))
-
-    def _note_retry(self, state: tenacity.RetryCallState) -> None:
-        exc = state.outcome.exception()
-        with self._stats_lock:
-            self.retries[exc.kind] += 1
-        log.debug("judge call failed (%s: %s); retry %d in %.2f s", exc.kind, exc, state.attempt_number,
-                  state.next_action.sleep if state.next_action else 0.0)
-
-    async def _call_once(self, request: dict, timeout: float, on_usage=None) -> str:
-        if self._stop.is_set():
+    async def _on_request(self, request) -> None:
+        tries = _TRIES.get(None)
+        if tries is None:
+            return
+        if self.stopped:
             raise Aborted()
+        if tries.count:  # openai retries: the try before failed
+            self._retried(str(tries.status) if tries.status is not None else self.no_reply(tries.error).kind)
         self._budget.take()
-        try:
-            status, headers, body = await self._fetch("POST", "chat/completions", request, timeout)
-        except TransientError as err:
-            self._count_silence(err)
-            raise
-        self._count_silence(None)
-        if status != 200:
-            error = self._status_error(status, body, headers, request.get("model"))
-            if isinstance(error, JudgeRequestRejected):
-                self.abort()  # at once, so that no other worker starts a call bound to fail the same way
-            raise error
-        try:
-            reply = json.loads(body)
-        except ValueError:  # a 200 whose body is not JSON (an HTML page, cut off, not UTF-8)
-            raise TransientError("malformed", f"{self.host} answered with a body that is not valid JSON, "
-                                              "not a chat completion") from None
-        text = reply_text(reply)
-        if text is None:
-            raise TransientError("malformed", f"{self.host} answered with something that is not a chat completion")
-        if on_usage is not None:
-            on_usage(reply_usage(reply))
-        if not self.reached.is_set():  # set() takes a lock and wakes waiters at every reply
-            self.reached.set()
-        self._retry_budget.deposit()
-        self.last_reply = time.monotonic()
-        return self.redact(text)
+        tries.count += 1
+        tries.started = time.monotonic()
+        tries.status = tries.error = None
+        request.extensions["trace"] = tries.trace
 
-    async def _fetch(self, method: str, path: str, body: dict | None, timeout: float
-                     ) -> tuple[int, Mapping[str, str], bytes]:
-        """Status, headers and body of one request that must end within ``timeout`` s and ``max_reply_bytes``
-        (:meth:`lm_eval_ext.judge.http.Transport.fetch`); a cut or failed request is a :class:`TransientError`."""
-        cap = self.config.max_reply_bytes
-        # the body as the openai client sends it: compact UTF-8 JSON
-        data = None if body is None else json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
-        try:
-            return await self._http.fetch(method, self._urls[path], data, timeout, cap)
-        except Cut as cut:
-            if cut.kind == "too_large":
-                raise TransientError("too_large", f"{self.host} sent a reply of more than {cap} bytes "
-                                                  f"(judge option max_reply_bytes); it was cut there") from None
-            if cut.kind == "timeout" and cut.received is not None:
-                raise TransientError("timeout", f"no whole reply from {self.host} within {timeout:g} s "
-                                                f"(it was still arriving: {cut.received} bytes so far)") from None
-            if cut.kind == "timeout":
-                raise TransientError("timeout", f"no reply from {self.host} within {timeout:g} s") from None
-            raise TransientError("connection", self.redact(f"cannot connect to {self.host}: {cut}")) from None
+    async def _on_response(self, response) -> None:
+        tries = _TRIES.get(None)
+        if tries is not None:
+            tries.status = response.status_code
+            if response.status_code != 200:  # a whole answer (a 200's body is read and counted below)
+                self._answered()
 
-    def _count_silence(self, err: TransientError | None) -> None:
-        """The circuit breaker: count tries in a row that got nothing back (timeout, no connection).
+    def no_reply(self, cause: BaseException | None, timeout: float | None = None) -> TransientError:
+        """A try that brought no reply: it timed out, or it could not connect (or the connection dropped)."""
+        if cause is not None and "Timeout" in type(cause).__name__:
+            return TransientError("timeout", f"no reply from {self.host} within {timeout or self.config.timeout:g} s")
+        why = str(cause) or type(cause).__name__ if cause is not None else "no reply"
+        return TransientError("connection", self.redact(f"cannot connect to {self.host}: {why}"))
 
-        It trips when there are ``stop_after_timeouts`` of them and nothing at all has come back
-        for ``timeout`` seconds: occasional timeouts among the replies of a busy judge never trip it.
+    def _retried(self, kind: str) -> None:
+        self.retries[kind] += 1
+        log.debug("judge request to %s failed (%s); retried", self.host, kind)
+
+    def _answered(self) -> None:
+        self._silent_in_a_row, self._last_answer = 0, time.monotonic()
+
+    def silent(self, err: TransientError) -> None:
+        """The circuit breaker: count tries in a row that brought no reply (timeout, no connection).
+
+        It trips when there are ``stop_after_timeouts`` of them and nothing at all has come back for
+        ``timeout`` seconds: occasional timeouts among the replies of a busy judge never trip it.
         """
-        limit, now = self.config.stop_after_timeouts, time.monotonic()
-        with self._stats_lock:
-            if err is None or err.kind not in ("timeout", "connection"):
-                self._timeouts_in_a_row, self._last_answer = 0, now
-                return
-            self._timeouts_in_a_row += 1
-            if (not limit or self._timeouts_in_a_row < limit or now - self._last_answer < self.config.timeout
-                    or self.gone is not None):
-                return
-            self.gone = JudgeGone(str(err), err)
+        self._silent_in_a_row += 1
+        limit = self.config.stop_after_timeouts
+        if (not limit or self._silent_in_a_row < limit or self.gone is not None
+                or time.monotonic() - self._last_answer < self.config.timeout):
+            return
+        self.gone = JudgeGone(str(err), err)
         self.abort()
         raise self.gone
 
-    def _status_error(self, status: int, body: bytes, headers: Mapping[str, str], model: str | None) -> Exception:
-        message = self.redact(_error_message(body))
-        if status in _RETRIED_STATUS or status >= 500:
-            return TransientError(str(status), f"HTTP {status} from {self.host}: {message}", _retry_after(headers))
+    # -- requests ----------------------------------------------------------------------------
+
+    async def complete(self, request: dict, *, timeout: float | None = None, tries: int | None = None,
+                       on_usage=None) -> str:
+        """The reply text for one request body.
+
+        ``timeout`` (the deadline of each try, in seconds) and ``tries`` (1 = no retry) replace the
+        configuration's ``timeout`` and ``retries + 1`` for this request: ``complete(request, timeout=10,
+        tries=1)`` is a probe that tells a judge that hangs within 10 s. Raises :class:`TransientError` when
+        the tries are used up, :class:`ItemRejected`, :class:`JudgeRequestRejected` (fatal),
+        :class:`JudgeGone` (the circuit breaker), :class:`CallCapReached` or :class:`Aborted`. ``on_usage`` is
+        called with the tokens the reply reports (:func:`lm_eval_ext.judge.usage.reply_usage`).
+        """
+        timeout = timeout or self.config.timeout
+        left = tries or self.config.retries + 1
+        while True:
+            if self.stopped:
+                raise Aborted()
+            seen = _Tries(self, timeout)
+            try:
+                try:
+                    body = await self._send("POST", "chat/completions", request, timeout, left, seen)
+                except openai.APIStatusError as err:
+                    error = self._status_error(err, request.get("model"))
+                    if isinstance(error, JudgeRequestRejected):
+                        self.abort()  # at once, so that no other request is sent bound to fail the same way
+                    raise error from None
+                reply = _chat_completion(body, self.host)
+            except _Fault as fault:
+                left -= seen.count
+                if left <= 0:
+                    raise TransientError(fault.kind, self.redact(str(fault))) from None
+                self._retried(fault.kind)  # asked again at once: a bad reply says nothing about the server's load
+                continue
+            if on_usage is not None:
+                on_usage(reply_usage(reply))
+            self.reached, self.last_reply = True, time.monotonic()
+            return self.redact(reply_text(reply))
+
+    async def list_models(self, timeout: float) -> set[str] | None:
+        """The model ids of the endpoint's list (``GET /models``), one try within ``timeout`` seconds.
+
+        None when the endpoint lists none (no such route, an error, a list that is not one or is over the
+        size cap: not every server has it). Raises :class:`TransientError` (timeout, connection) or
+        :class:`JudgeRequestRejected` (HTTP 401/403: the key).
+        """
+        try:
+            body = await self._send("GET", "models", None, timeout, 1, _Tries(self, timeout))
+            listed = json.loads(body).get("data")
+            return {entry["id"] for entry in listed} if isinstance(listed, list) else None
+        except openai.APIStatusError as err:
+            if err.status_code in (401, 403):
+                raise self._status_error(err, None) from None
+            return None
+        except _Fault as fault:
+            if fault.kind == "too_large":
+                return None
+            raise TransientError(fault.kind, self.redact(str(fault))) from None
+        except (ValueError, AttributeError, KeyError, TypeError):
+            return None
+
+    async def _send(self, method: str, path: str, body: dict | None, timeout: float, tries: int, seen: _Tries
+                    ) -> bytes:
+        """The body of a 200 reply to one request (with openai's retries, at most ``tries`` tries, which ``seen``
+        records), read within the deadline and the size cap. Raises :class:`_Fault` for a try cut or dropped while
+        its body arrived, :class:`TransientError` when openai's retries of a timeout or a connection error are
+        used up, ``openai.APIStatusError`` for an HTTP error, and the hooks' stops."""
+        _TRIES.set(seen)
+        options = {}  # the client's own unless this request sets others (a probe, a retry after a bad reply)
+        if tries != self.config.retries + 1:
+            options["max_retries"] = tries - 1
+        if timeout != self.config.timeout:
+            options["timeout"] = timeout
+        try:
+            if method == "GET":
+                response = await self._openai.get(path, cast_to=httpx2.Response, stream=True, options=options)
+            else:
+                response = await self._openai.post(path, cast_to=httpx2.Response, body=body, stream=True,
+                                                   options=options)
+        except openai.APIConnectionError as exc:  # APITimeoutError included
+            err = self.no_reply(exc.__cause__, timeout)
+            if seen.error is None:  # a failure the trace did not report (e.g. no connection free in time)
+                self.silent(err)
+            raise err from None
+        try:
+            data = await self._read(response, seen.started + timeout, timeout)
+        finally:
+            await response.aclose()
+        self._answered()
+        return data
+
+    async def _read(self, response, deadline: float, timeout: float) -> bytes:
+        """The body of ``response`` in pieces, cut at ``deadline`` (time.monotonic()) or past the size cap; a body
+        whose announced length has all arrived is whole, even if its last piece came after the deadline."""
+        cap, data = self.config.max_reply_bytes, bytearray()
+        length = response.headers.get("content-length")
+        whole = int(length) if length and length.isdigit() else None
+        try:
+            async for chunk in response.aiter_bytes():
+                data += chunk
+                if len(data) > cap:
+                    raise _Fault("too_large", f"{self.host} sent a reply of more than {cap} bytes (judge option "
+                                              "max_reply_bytes); it was cut there")
+                if time.monotonic() > deadline and len(data) != whole:
+                    break
+            else:
+                return bytes(data)
+        except httpx2.TimeoutException:
+            pass
+        except httpx2.TransportError as err:  # the connection dropped mid-reply
+            fault = _Fault("connection", f"{self.host} dropped the connection mid-reply ({err})")
+            self.silent(TransientError(fault.kind, str(fault)))
+            raise fault from None
+        fault = _Fault("timeout", f"no whole reply from {self.host} within {timeout:g} s (it was still arriving: "
+                                  f"{len(data)} bytes so far)")
+        self.silent(TransientError(fault.kind, str(fault)))
+        raise fault
+
+    def _status_error(self, err: openai.APIStatusError, model: str | None) -> Exception:
+        status = err.status_code
+        message = self.redact(_error_message(err.response.content))
+        if status in (408, 409, 429) or status >= 500:
+            return TransientError(str(status), f"HTTP {status} from {self.host}: {message}")
         if status in _FATAL_STATUS:
-            what = _FATAL_STATUS[status]
             return JudgeRequestRejected(
-                f"The judge endpoint {self.host} {what} (HTTP {status}: {message}). Model: {model!r}; "
-                f"key from ${self.config.api_key_env}. Check the key variable ({how_to_set('api_key_env', 'NAME')}), "
-                f"the model ({how_to_set('model', 'MODEL')}) and the base URL ({how_to_set('base_url', 'URL')}; it "
-                "must be the API root, e.g. https://api.openai.com/v1)."
+                f"The judge endpoint {self.host} {_FATAL_STATUS[status]} (HTTP {status}: {message}). Model: "
+                f"{model!r}; key from ${self.config.api_key_env}. Check the key variable "
+                f"({how_to_set('api_key_env', 'NAME')}), the model ({how_to_set('model', 'MODEL')}) and the base URL "
+                f"({how_to_set('base_url', 'URL')}; it must be the API root, e.g. https://api.openai.com/v1)."
             )
         return ItemRejected(f"HTTP {status} from {self.host}: {message}")
+
+
+def _chat_completion(body: bytes, host: str) -> dict:
+    """The chat completion in a 200 reply's body; a :class:`_Fault` (malformed) if it is none."""
+    try:
+        reply = json.loads(body)
+    except ValueError:  # an HTML page, cut off, empty, not UTF-8
+        raise _Fault("malformed", f"{host} answered with a body that is not valid JSON, not a chat completion"
+                     ) from None
+    if reply_text(reply) is None:
+        raise _Fault("malformed", f"{host} answered with something that is not a chat completion")
+    return reply
 
 
 def _error_message(body: bytes) -> str:

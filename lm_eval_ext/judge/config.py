@@ -77,21 +77,16 @@ class JudgeConfig:
                                f"run's seed (harness --seed), else {DEFAULT_SEED}", int, optional=True)
     reasks: int = _option(2, "how many times to ask again (with another seed) when a reply has no valid score", int)
     concurrency: int = _option(8, "judge calls in flight at once", int)
-    timeout: float = _option(120.0, "deadline of one judge call in seconds: connecting, sending and the whole reply "
-                             "(a reply still arriving then is cut)", float)
+    timeout: float = _option(120.0, "deadline of one try of a judge request in seconds: connecting, sending and the "
+                             "whole reply (a reply still arriving then is cut)", float)
     max_reply_bytes: int = _option(262144, "largest judge reply body, in bytes; a bigger one is cut there and "
-                                   "retried like a timeout", int)
+                                   "asked again", int)
     stop_after_timeouts: int = _option(3, "stop the run when this many judge calls in a row (across all in flight) "
                                        "time out or cannot connect and nothing has come back from the judge for "
                                        "'timeout' seconds; 0 = never", int)
-    retries: int = _option(6, "transport retries per call (timeouts, connection errors, 429, 5xx)", int)
-    retry_wait: float = _option(1.0, "base of the exponential backoff between retries, in seconds (with "
-                                "jitter); a Retry-After header wins, up to retry_max_wait", float)
-    retry_max_wait: float = _option(60.0, "longest wait between two retries, in seconds (Retry-After included)",
-                                    float)
-    retry_budget: float = _option(0.2, "retries after a server error (5xx) or a dropped connection go at once, "
-                                  "without backoff, up to this share of the run's replies (plus 10 to start "
-                                  "with); more frequent ones back off; 0 = every retry backs off", float)
+    retries: int = _option(6, "retries of a judge request: the openai client's (timeouts, connection errors, HTTP 408, "
+                           "409, 429, 5xx; with its backoff, or the server's Retry-After), and replies that are not a "
+                           "chat completion or are cut, asked again at once", int)
     cache: str | None = _option("default", "SQLite file caching every judge reply; 'default' = "
                                 "$LM_EVAL_EXT_CACHE_DIR/judge/judge_cache.sqlite (else ~/.cache/lm_eval_ext/...), "
                                 "'none' disables", str, optional=True)
@@ -145,6 +140,14 @@ class JudgeConfig:
 
 OPTIONS: tuple[dataclasses.Field, ...] = dataclasses.fields(JudgeConfig)
 OPTION_NAMES = tuple(f.name for f in OPTIONS)
+# Options that are no longer read, and what to do instead: given anywhere, they are an error that says so.
+_BACKOFF = ("the openai client waits between retries itself (0.5 s doubling up to 8 s, or what the server's "
+            "Retry-After says), and asks again at once after a reply that is not a chat completion")
+REMOVED = {
+    "retry_wait": f"{_BACKOFF}; remove it (the number of retries is 'retries')",
+    "retry_max_wait": f"{_BACKOFF}; remove it (the number of retries is 'retries')",
+    "retry_budget": f"{_BACKOFF}; remove it (the number of retries is 'retries')",
+}
 
 
 def env_name(option: str) -> str:
@@ -222,12 +225,19 @@ def _coerce(option: dataclasses.Field, value: Any, source: str) -> Any:
     raise JudgeConfigError(f"The {where} has the wrong type: {value!r}.")
 
 
+def removed_option(name: str, given_as: str, source: str) -> JudgeConfigError:
+    """The error for the removed option ``name``, given as ``given_as`` (a flag, key or variable) from ``source``."""
+    return JudgeConfigError(f"The judge option {given_as!r} (from {source}) is no longer an option: {REMOVED[name]}.")
+
+
 def _from_metadata(metadata: Mapping[str, Any] | None) -> dict[str, tuple[Any, str]]:
     found = {}
     known = {metadata_name(name): name for name in OPTION_NAMES}
     for key, value in (metadata or {}).items():
         if key in known:
             found[known[key]] = (value, f"--metadata {key}")
+        elif key.startswith(METADATA_PREFIX + "_") and key[len(METADATA_PREFIX) + 1:] in REMOVED:
+            raise removed_option(key[len(METADATA_PREFIX) + 1:], key, "--metadata")
         elif key.startswith(METADATA_PREFIX + "_"):
             close = difflib.get_close_matches(key, known, n=1)
             hint = f"Did you mean {close[0]!r}? " if close else ""
@@ -239,6 +249,9 @@ def _from_metadata(metadata: Mapping[str, Any] | None) -> dict[str, tuple[Any, s
 
 
 def _from_env(environ: Mapping[str, str]) -> dict[str, tuple[Any, str]]:
+    for name in REMOVED:
+        if env_name(name) in environ:
+            raise removed_option(name, env_name(name), "the environment")
     found = {}
     for name in OPTION_NAMES:
         value = environ.get(env_name(name))
@@ -273,6 +286,8 @@ def resolve_config(
     values: dict[str, Any] = {}
     for layer in layers:
         for name, (value, source) in layer.items():
+            if name in REMOVED:
+                raise removed_option(name, cli_flag(name) if source == "the command line" else name, source)
             if name not in by_name:
                 raise JudgeConfigError(f"Unknown judge option {name!r} (from {source}). Known options: "
                                        f"{', '.join(OPTION_NAMES)} (see docs/judge.md).")
@@ -302,10 +317,6 @@ def _check(config: JudgeConfig) -> None:
             raise JudgeConfigError(f"The judge option {name!r} cannot be negative ({getattr(config, name)}).")
     if config.max_calls is not None and config.max_calls < 0:
         raise JudgeConfigError(f"The judge option 'max_calls' cannot be negative ({config.max_calls}).")
-    if config.retry_budget < 0:
-        raise JudgeConfigError(f"The judge option 'retry_budget' cannot be negative ({config.retry_budget:g}): it is "
-                               f"the share of the replies whose faults may be retried at once; give 0 to back off "
-                               f"every retry, or the default 0.2 ({how_to_set('retry_budget', '0.2')}).")
     for name in ("price_input", "price_output", "cost_limit"):
         if getattr(config, name) is not None and getattr(config, name) < 0:
             raise JudgeConfigError(f"The judge option {name!r} cannot be negative ({getattr(config, name)}).")

@@ -9,9 +9,7 @@ cache is not used: a probe must reach the endpoint. ``--metadata '{"judge_check"
 """
 from __future__ import annotations
 
-import threading
-
-from .client import CallBudget, ItemRejected, JudgeClient, TransientError
+from .client import CallBudget, ItemRejected, JudgeClient, TransientError, run
 from .config import JudgeConfig, how_to_set, metadata_name
 from .errors import JudgeRequestRejected, JudgeUnreachableError
 from .records import JudgeItem
@@ -25,18 +23,11 @@ PROBE_ITEM = JudgeItem(question="What is two plus two?", response="Four.", refer
 def probe(config: JudgeConfig) -> None:
     """Raise a one-paragraph :class:`JudgeError` unless the judge of ``config`` answers a trivial item with a score."""
     setup = judge_setup(config)
-    client = JudgeClient(config, stop=threading.Event(), budget=CallBudget(None))  # raises when the key is missing
     where = f"The judge at {config.base_url_host()} (model {setup.model})"
     fix = (f"Check {metadata_name('base_url')}, {metadata_name('model')} and the key in {config.api_key_env}; "
            f"{how_to_set('check', 'false')} skips this check (only for a rerun whose verdicts are all cached).")
-    try:
-        served = _served_models(client, where, fix)
-        if served is not None and setup.model not in served:
-            raise JudgeRequestRejected(f"{where} is reachable, but it does not serve the model {setup.model!r} "
-                                       f"(it serves: {', '.join(sorted(served)[:10]) or 'none'}). {fix}")
-        reply = _probe_reply(client, config, where, fix)
-    finally:
-        client.close()
+    client = JudgeClient(config, budget=CallBudget(None), connections=1)  # raises when the key is missing
+    reply = run(_probe(client, config, setup.model, where, fix))
     parsed = setup.parser.parse(reply, setup.low, setup.high)
     if parsed.raw_score is None:
         raise JudgeRequestRejected(
@@ -45,32 +36,33 @@ def probe(config: JudgeConfig) -> None:
             f"for? {fix}")
 
 
-def _probe_reply(client: JudgeClient, config: JudgeConfig, where: str, fix: str) -> str:
-    """The judge's reply to the probe item: one try within the probe's deadline."""
+async def _probe(client: JudgeClient, config: JudgeConfig, model: str, where: str, fix: str) -> str:
+    """The judge's reply to the probe item, once its model list (if any) names the model; one try of each."""
     from .runner import Judge  # messages and request bodies exactly as the run will send them
 
-    judge = Judge(config, progress=False)
     deadline = min(PROBE_TIMEOUT, config.timeout)
+    judge = Judge(config, progress=False)
     try:
-        return client.complete(judge.request(judge.messages(PROBE_ITEM), 0), timeout=deadline, tries=1)
-    except TransientError as err:
-        raise JudgeUnreachableError(f"{where} gave no usable answer to a one-line probe in one try of at most "
-                                    f"{deadline:g} s ({client.redact(str(err))}). Nothing was generated. {fix}"
-                                    ) from None
-    except ItemRejected as err:
-        raise JudgeRequestRejected(f"{where} refused a one-line probe ({client.redact(str(err))}). {fix}") from None
-    except JudgeRequestRejected as err:
-        raise JudgeRequestRejected(f"{where} refused a one-line probe: {err}") from None
+        try:
+            served = await client.list_models(timeout=deadline)
+        except TransientError as err:
+            raise JudgeUnreachableError(f"{where} cannot be reached ({client.redact(str(err))}). "
+                                        f"Nothing was generated. {fix}") from None
+        except JudgeRequestRejected as err:
+            raise JudgeRequestRejected(f"{where} refused the key in {config.api_key_env} ({err}). {fix}") from None
+        if served is not None and model not in served:
+            raise JudgeRequestRejected(f"{where} is reachable, but it does not serve the model {model!r} "
+                                       f"(it serves: {', '.join(sorted(served)[:10]) or 'none'}). {fix}")
+        try:
+            return await client.complete(judge.request(judge.messages(PROBE_ITEM), 0), timeout=deadline, tries=1)
+        except TransientError as err:
+            raise JudgeUnreachableError(f"{where} gave no usable answer to a one-line probe in one try of at most "
+                                        f"{deadline:g} s ({client.redact(str(err))}). Nothing was generated. {fix}"
+                                        ) from None
+        except ItemRejected as err:
+            raise JudgeRequestRejected(f"{where} refused a one-line probe ({client.redact(str(err))}). {fix}") from None
+        except JudgeRequestRejected as err:
+            raise JudgeRequestRejected(f"{where} refused a one-line probe: {err}") from None
     finally:
         judge.close()
-
-
-def _served_models(client: JudgeClient, where: str, fix: str) -> set[str] | None:
-    """The model ids the endpoint lists, or None when it lists none (not every server has /models)."""
-    try:
-        return client.list_models(timeout=min(PROBE_TIMEOUT, client.config.timeout))
-    except TransientError as err:
-        raise JudgeUnreachableError(f"{where} cannot be reached ({client.redact(str(err))}). "
-                                    f"Nothing was generated. {fix}") from None
-    except JudgeRequestRejected as err:
-        raise JudgeRequestRejected(f"{where} refused the key in {client.config.api_key_env} ({err}). {fix}") from None
+        await client.close()

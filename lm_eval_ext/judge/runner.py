@@ -7,6 +7,10 @@ that need them (the harness filter records them with the task's results).
 Identical prompts within a batch are judged once. An item's asks are numbered 0..reasks;
 ask k uses seed+k and is its own cache entry, so a rerun replays the same asks from the
 cache and makes no call. A run whose judge never answered stops with one error.
+
+One ask loop (:meth:`Judge._asks`) serves live and batch judging: it takes each reply from the cache, else from
+its source, :class:`Live` (the judge endpoint, through :class:`lm_eval_ext.judge.client.JudgeClient`) or
+:class:`lm_eval_ext.judge.batch.Batched` (the OpenAI Batch API), and decides the verdict the same way.
 """
 from __future__ import annotations
 
@@ -15,18 +19,16 @@ import dataclasses
 import json
 import logging
 import sys
-import threading
 import time
 from collections import Counter
 from collections.abc import Sequence
-from concurrent.futures import as_completed, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from tqdm import tqdm
 
 from .cache import JudgeCache, request_key
-from .client import Aborted, CallBudget, CallCapReached, ItemRejected, JudgeClient, JudgeGone, TransientError
+from .client import Aborted, CallBudget, CallCapReached, ItemRejected, JudgeClient, JudgeGone, TransientError, run
 from .config import JudgeConfig, how_to_set
 from .errors import JudgeBudgetError, JudgeUnreachableError
 from .records import FAILED, NOT_JUDGED, SCORED, JudgeItem, JudgeResult
@@ -65,6 +67,31 @@ class JudgeStats:
         return data
 
 
+class Live:
+    """Replies from the judge endpoint, one request at a time per prompt, ``concurrency`` prompts at once."""
+
+    batch = False
+
+    def __init__(self, client: JudgeClient, concurrency: int) -> None:
+        self.client = client
+        self._gate = asyncio.Semaphore(concurrency)
+
+    def slot(self) -> asyncio.Semaphore:
+        """Held by a prompt for all its asks."""
+        return self._gate
+
+    def done(self) -> None:
+        """A prompt has its verdict."""
+
+    async def reply(self, key: str, request: dict, usage: ItemUsage) -> str:
+        """The reply text to ``request`` (its tokens added to ``usage``); raises the client's errors."""
+        return await self.client.complete(request, on_usage=usage.add)
+
+    def detail(self, key: str, exc: Exception) -> str:
+        """What a judge failure of the request ``key`` records."""
+        return f"{exc} (tried {self.client.config.retries + 1} times)"
+
+
 class Judge:
     """A configured judge: builds prompts, replays the cache, calls the endpoint, parses scores."""
 
@@ -99,7 +126,8 @@ class Judge:
             "seed": self.config.seed + ask,
         }
 
-    def _key(self, request: dict) -> str:
+    def key(self, request: dict) -> str:
+        """The cache key of a request body (its endpoint, model, messages, sampling parameters, seed)."""
         return request_key(self._endpoint, request)
 
     # -- verdicts ---------------------------------------------------------
@@ -120,7 +148,7 @@ class Judge:
         """The verdict from cached replies alone, or None if some ask still needs a call."""
         outputs: list[str] = []
         for ask in range(self.config.reasks + 1):
-            reply = self.cache.get(self._key(self.request(messages, ask)))
+            reply = self.cache.get(self.key(self.request(messages, ask)))
             if reply is None:
                 return None
             outputs.append(reply)
@@ -129,25 +157,23 @@ class Judge:
                 return verdict
         raise AssertionError("unreachable: the last ask always gives a verdict")
 
-    async def _judge_one(self, client: JudgeClient, messages: list[dict[str, str]], gate: asyncio.Semaphore
-                         ) -> JudgeResult:
-        async with gate:  # at most `concurrency` items in flight
-            return await self._judge_asks(client, messages)
-
-    async def _judge_asks(self, client: JudgeClient, messages: list[dict[str, str]]) -> JudgeResult:
+    async def _asks(self, client: JudgeClient, source, messages: list[dict[str, str]]) -> JudgeResult:
+        """The ask loop of one prompt, live or batched (``source``: :class:`Live` or
+        :class:`lm_eval_ext.judge.batch.Batched`): each ask from the cache, else from the source (and cached),
+        until a reply holds a score or every ask is used."""
         outputs: list[str] = []
         calls = 0
         usage = ItemUsage(self.config)
         for ask in range(self.config.reasks + 1):
             request = self.request(messages, ask)
-            key = self._key(request)
+            key = self.key(request)
             reply = self.cache.get(key)
             if reply is None:
                 calls += 1
                 asked = time.monotonic()
-                reservation, cost_before = METER.reserve(self.config, request), usage.cost  # may stop the run
+                reservation, cost_before = METER.reserve(self.config, request, batch=source.batch), usage.cost
                 try:
-                    reply = await client.acomplete(request, on_usage=usage.add)
+                    reply = await source.reply(key, request, usage)
                 except CallCapReached as exc:
                     return JudgeResult(FAILED, failure="call_cap", detail=str(exc), judge_outputs=outputs, calls=calls,
                                        usage=usage.record())
@@ -159,15 +185,14 @@ class Judge:
                 except TransientError as exc:
                     if client.gone is not None:
                         raise Aborted() from None  # the circuit breaker stopped the run: its error is the one shown
-                    # Unreachable: nothing has ever answered, or the judge stopped answering (no call of the
+                    # Unreachable: nothing has ever answered, or the judge stopped answering (no request of the
                     # run got a reply while this one was tried, and it timed out or could not connect). A judge
                     # that hangs mid-run then stops the run after one item's tries, not after every item's.
                     gone = exc.kind in ("timeout", "connection") and client.last_reply < asked
-                    if not client.reached.is_set() or gone:
+                    if not client.reached or gone:
                         client.abort()
-                        raise self._unreachable(exc, since_start=not client.reached.is_set()) from None
-                    return JudgeResult(FAILED, failure="transport",
-                                       detail=f"{exc} (tried {self.config.retries + 1} times)",
+                        raise self._unreachable(exc, since_start=not client.reached) from None
+                    return JudgeResult(FAILED, failure="transport", detail=source.detail(key, exc),
                                        judge_outputs=outputs, calls=calls, usage=usage.record())
                 finally:
                     METER.settle(reservation, usage.cost - cost_before)
@@ -223,8 +248,8 @@ class Judge:
                       f"{len(pending) * (self.config.reasks + 1)} with re-asks, plus transport retries). Nothing "
                       "was called.")
             if self.config.batch:
-                files = self._batches(kept=True).write_files({self._key(self.request(prompts[key], 0)): self.request(prompts[key], 0)
-                                                     for key in pending})
+                firsts = [self.request(prompts[key], 0) for key in pending]
+                files = self._batches(kept=True).write_files({self.key(request): request for request in firsts})
                 self._say(f"{what} (dry run): the first asks are written as batch request files: "
                           f"{', '.join(map(str, files))}")
             for key in pending:
@@ -241,7 +266,7 @@ class Judge:
             self._say(f"{what}: {len(items)} items, {len(verdicts)} answered by the cache, {len(pending)} to judge "
                       f"with {self.setup.model} at {self.config.base_url_host()} ({self.config.concurrency} at a time)")
             work = [(key, prompts[key]) for key in pending]
-            verdicts.update(self._batch_all(work, what) if self.config.batch else self._call_all(work, what))
+            verdicts.update(run(self._judge_all(work, what)))
         results, seen = [], set()
         for key in item_prompt:  # a repeated prompt was judged once: its cost is counted once
             results.append(verdicts[key] if key not in seen else dataclasses.replace(verdicts[key], usage=None))
@@ -249,35 +274,42 @@ class Judge:
         self._summarize(results, what)
         return results
 
-    def _call_all(self, work: list[tuple[str, list[dict[str, str]]]], what: str) -> dict[str, JudgeResult]:
-        stop = threading.Event()
+    async def _judge_all(self, work: list[tuple[str, list[dict[str, str]]]], what: str) -> dict[str, JudgeResult]:
+        """Verdicts of ``work`` (prompt key, messages): every prompt a task on this event loop, through the live
+        source (``concurrency`` prompts at a time) or the batch API."""
         budget = CallBudget(self.config.max_calls)
-        client = JudgeClient(self.config, stop=stop, budget=budget)
-        verdicts: dict[str, JudgeResult] = {}
-        gate = asyncio.Semaphore(self.config.concurrency)
+        client = JudgeClient(self.config, budget=budget)
+        live = Live(client, self.config.concurrency)
+        source = live
+        if self.config.batch:
+            from .batch import Batched
+
+            source = Batched(self._batches(), live, budget, len(work), what)
         bar = tqdm(total=len(work), desc=what, unit="item", disable=not self.progress, file=sys.stderr)
-        futures = {}
-        interrupted = False
+
+        async def judged(key: str, messages: list[dict[str, str]]) -> tuple[str, JudgeResult]:
+            try:
+                async with source.slot():
+                    return key, await self._asks(client, source, messages)
+            finally:
+                source.done()
+
+        verdicts: dict[str, JudgeResult] = {}
+        tasks = [asyncio.ensure_future(judged(key, messages)) for key, messages in work]
         try:
-            # every item is a task on the client's event loop, `concurrency` of them in flight (the gate): one
-            # thread drives every call, instead of a thread per call taking turns at the interpreter lock
-            futures = {client.submit(self._judge_one(client, messages, gate)): key for key, messages in work}
-            # as_completed waits on every future once; wait(FIRST_COMPLETED) in a loop would hook every
-            # remaining future again at each completion (quadratic in the batch size)
-            for future in as_completed(futures):
-                if future.exception() is None:
-                    verdicts[futures[future]] = future.result()
-                    bar.update(1)
-                elif not isinstance(future.exception(), Aborted):
-                    raise future.exception()
-        except KeyboardInterrupt:
-            interrupted = True  # Ctrl-C or SIGTERM: the calls in flight are not waited for
-            raise
+            for next_done in asyncio.as_completed(tasks):
+                try:
+                    key, verdict = await next_done
+                except Aborted:
+                    continue
+                verdicts[key] = verdict
+                bar.update(1)
         finally:
-            stop.set()  # on an error (or Ctrl-C): end retry waits, start no new call
-            if not interrupted:  # the calls in flight end (and their replies are cached); the others stop at once
-                wait(futures)
-            client.close()  # (after Ctrl-C) cancels the calls still in flight
+            # on an error: send no new request; the requests in flight end (their replies are cached). On Ctrl-C
+            # (asyncio.run cancels this task) the tasks are cancelled with it.
+            client.abort()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            await client.close()
             bar.close()
             self.stats.calls = budget.used
             self.stats.retries = client.retries
@@ -290,11 +322,6 @@ class Judge:
 
         folder = cache_dir() / "judge" if kept or self.batch_dir is None else self.batch_dir
         return BatchRunner(self.config, folder, self.batch_lookup, self.progress)
-
-    def _batch_all(self, work: list[tuple[str, list[dict[str, str]]]], what: str) -> dict[str, JudgeResult]:
-        from .batch import judge_in_batches
-
-        return judge_in_batches(self, self._batches(), work, what)
 
     def _summarize(self, results: list[JudgeResult], what: str) -> None:
         self.stats.scored = sum(r.scored for r in results)

@@ -55,7 +55,8 @@ generates no token (log-probs of the prompt only).
 or forced for the first requests with ``fault_sequence=["429", None, ...]``:
 
 - ``"429"``: status 429 with a ``Retry-After: <retry_after>`` header.
-- ``"500"``: status 500 with an OpenAI-style error body.
+- ``"500"``, ``"503"``: that status with an OpenAI-style error body, and a ``Retry-After: <error_retry_after>``
+  header when that is given.
 - ``"timeout"``: waits ``timeout_s`` (longer than the client's timeout),
   then answers normally if the client is still there.
 - ``"drop"``: closes the connection without any response.
@@ -63,6 +64,9 @@ or forced for the first requests with ``fault_sequence=["429", None, ...]``:
   ``"noscore"``; these two can also be asked for directly:
   ``"nonjson"`` is a body that is not JSON (``text/plain``), ``"noscore"`` a
   well-formed completion whose text is ``noscore_text`` (a reply with no score in it).
+- ``"outofrange"``: a well-formed completion whose text is ``outofrange_text`` (a score outside the rubric's
+  range: ``\\boxed{11}``).
+- ``"empty"``: status 200, ``Content-Type: application/json`` and an empty body.
 - ``"badjson"``: status 200, ``Content-Type: application/json``, and the body
   ``badjson_body`` (default: a chat completion cut off in the middle, as a proxy
   that drops the connection mid-body would deliver; give e.g. ``b"null"``,
@@ -100,7 +104,8 @@ from collections.abc import Callable, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 _clock = time.monotonic  # when requests arrive and are answered (a test gives a clock of its own)
-FAULT_KINDS = ("429", "500", "timeout", "drop", "garbage", "nonjson", "noscore", "badjson", "trickle", "huge")
+FAULT_KINDS = ("429", "500", "503", "timeout", "drop", "garbage", "nonjson", "noscore", "outofrange", "empty", "badjson",
+               "trickle", "huge")
 BODY_FAULTS = ("trickle", "huge")
 LOGPROBS_FAULTS = ("no_echo", "no_generated")
 # A chat completion cut off mid-body: valid JSON up to the cut, then nothing.
@@ -171,9 +176,11 @@ class StubOpenAIServer:
         seed: seed of the fault RNG.
         retry_after: value of the ``Retry-After`` header of a 429 (seconds,
             may be fractional, e.g. ``"0.05"``).
+        error_retry_after: value of the ``Retry-After`` header of a 500 or 503 (None: no header).
         timeout_s: how long a ``"timeout"`` fault waits before answering.
         fail_status: if set, every POST request gets this status (e.g. 401).
         noscore_text: reply text of a ``"noscore"`` fault.
+        outofrange_text: reply text of an ``"outofrange"`` fault.
         badjson_body: the body (bytes) of a ``"badjson"`` fault.
         logprob_fn: ``callable(previous_tokens, token) -> float``, the log-prob of each
             token in a completions reply with ``logprobs``; default :func:`scripted_logprob`.
@@ -210,9 +217,11 @@ class StubOpenAIServer:
         fault_sequence: list[str | None] | None = None,
         seed: int = 0,
         retry_after: str | float = "0.05",
+        error_retry_after: str | float | None = None,
         timeout_s: float = 5.0,
         fail_status: int | None = None,
         noscore_text: str = "I am not able to grade this answer.",
+        outofrange_text: str = "Feedback. \\boxed{11}",
         badjson_body: bytes = TRUNCATED_COMPLETION,
         logprob_fn: Callable[[Sequence[int | str], int | str], float] = scripted_logprob,
         logprobs_fault: str | None = None,
@@ -240,9 +249,11 @@ class StubOpenAIServer:
         self.faults = faults
         self.fault_sequence = list(fault_sequence or [])
         self.retry_after = str(retry_after)
+        self.error_retry_after = None if error_retry_after is None else str(error_retry_after)
         self.timeout_s = timeout_s
         self.fail_status = fail_status
         self.noscore_text = noscore_text
+        self.outofrange_text = outofrange_text
         self.badjson_body = bytes(badjson_body)
         self.logprob_fn = logprob_fn
         self.logprobs_fault = logprobs_fault
@@ -597,8 +608,9 @@ class StubOpenAIServer:
                 fault = entry["fault"]
                 if fault == "429":
                     return self._error(429, "rate limited (stub)", "rate_limit_exceeded", {"Retry-After": stub.retry_after})
-                if fault == "500":
-                    return self._error(500, "internal error (stub)", "server_error")
+                if fault in ("500", "503"):
+                    wait = {} if stub.error_retry_after is None else {"Retry-After": stub.error_retry_after}
+                    return self._error(int(fault), "internal error (stub)", "server_error", wait)
                 if fault == "drop":
                     self.close_connection = True
                     self.connection.shutdown(socket.SHUT_RDWR)
@@ -607,9 +619,12 @@ class StubOpenAIServer:
                     return self._send_json(200, None, raw=b"<html>upstream proxy error: not JSON</html>")
                 if fault == "badjson":
                     return self._send_json(200, None, raw=stub.badjson_body, content_type="application/json")
+                if fault == "empty":
+                    return self._send_json(200, None, raw=b"", content_type="application/json")
                 if fault == "timeout" and stub._stopping.wait(stub.timeout_s):
                     return
-                text_for = (lambda _b: stub.noscore_text) if fault == "noscore" else stub.responder
+                fixed = {"noscore": stub.noscore_text, "outofrange": stub.outofrange_text}.get(fault)
+                text_for = stub.responder if fixed is None else (lambda _b: fixed)
                 try:
                     payload = stub._completion(path, body, text_for)
                 except Exception as exc:  # a broken responder shows up in the test as a 500 naming it

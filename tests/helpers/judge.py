@@ -37,11 +37,10 @@ def judge_calls(srv) -> list[dict]:
 
 
 def config(srv_or_url, tmp_path: Path, **options):
-    """A judge configuration for the stub ``srv_or_url`` (or a URL): fast retries, a cache in ``tmp_path``."""
+    """A judge configuration for the stub ``srv_or_url`` (or a URL), with a cache in ``tmp_path``."""
     base_url = srv_or_url if isinstance(srv_or_url, str) else srv_or_url.base_url
     explicit = {"base_url": base_url, "api_key_env": KEY_ENV, "model": "stub-judge",
-                "cache": str(tmp_path / "judge_cache.sqlite"), "retry_wait": 0.01, "retry_max_wait": 0.05,
-                **options}
+                "cache": str(tmp_path / "judge_cache.sqlite"), **options}
     return resolve_config(explicit=explicit, environ={})
 
 

@@ -54,7 +54,7 @@ from doubles import builtin_index, env_report
 PRELOAD = ("torch", "torch.distributed.tensor", "transformers", "transformers.modeling_utils",
            "transformers.models.auto.modeling_auto", "transformers.models.auto.tokenization_auto",
            "transformers.models.llama.modeling_llama", "datasets", "pandas", "scipy.stats", "sacrebleu", "jinja2",
-           "httpx", "requests", "accelerate", "pytablewriter", "aiohttp", "tenacity", "pooch", "matplotlib.figure",
+           "httpx", "requests", "accelerate", "pytablewriter", "openai", "pooch", "matplotlib.figure",
            "sqlparse", "jsonschema")
 # Variables the preloaded libraries (or the interpreter) read at start-up: a server serves one set of values.
 STARTUP_PREFIXES = ("PYTHON", "HF_", "HUGGINGFACE", "TRANSFORMERS", "TORCH", "PYTORCH", "CUDA", "OMP_", "MKL_",
