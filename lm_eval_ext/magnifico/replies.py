@@ -19,9 +19,9 @@ A query starts with ``SELECT`` or a common table expression (``WITH name AS (``,
 
 - at the start of a line: in code in any case; in text in capitals or in lower case (``SELECT``,
   ``select``), not in the sentence case of prose ("Select the rows ...");
-- inside a line of text, after a space: in capitals only, and then only after a colon ("The query is:
-  SELECT ...") or when a ``FROM`` follows it ("You get them with SELECT name FROM t"): "The SELECT above"
-  starts none;
+- inside a line of text, after a space: in capitals only; a ``SELECT`` there only after a colon ("The
+  query is: SELECT ...") or when a ``FROM`` follows it ("You get them with SELECT name FROM t"), so that
+  "The SELECT above" starts none;
 
 never inside a parenthesis opened before it (a subquery of a fragment is not a query). It ends at the
 first ``;`` that ends a complete statement (:func:`sqlite3.complete_statement`: not one inside a string
