@@ -20,7 +20,17 @@ position's accuracy is computed over that position's documents alone and no sent
 ever written. ``acc_gap`` and ``acc_middle_drop`` need the accuracy at every position at once:
 each document emits the pair ``(position, correct)`` under those names, and the aggregation
 functions below regroup the pairs by position. They are functions of per-position means, not
-means of per-document values, so the harness reports no standard error for them ("N/A").
+means of per-document values, so the harness reports no standard error for them ("N/A"). When fewer
+positions than they need have a scored document (a ``--limit`` below the number of positions, every
+prompt of the other positions skipped), they are NaN: undefined, not an error after the generation.
+
+Coverage: a sweep's documents go example by example (every position of one example, then the next
+example's), so that the harness's ``--limit N`` (its first N documents) takes whole examples when N is
+a multiple of the number of positions, and otherwise gives the first positions one document more than
+the others (``--limit 7`` over 3 positions: 3, 2, 2; :func:`prefix_coverage`); ``--samples`` may pick
+any documents. Each position's accuracy is then over other questions. A task counts the documents it
+took at each position (:func:`coverage_of`), records them in its results metadata as
+``documents_by_position`` and warns when they differ (:func:`uneven`, :func:`coverage_text`).
 
 Using it from another task (``process_results`` of a ConfigurableTask subclass, or a YAML
 ``process_results: !function``)::
@@ -34,6 +44,7 @@ higher_is_better: false}``.
 """
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from typing import TypeVar
@@ -98,13 +109,17 @@ def middle_drop_of(by_position: dict[int, float]) -> float:
 
 
 def position_gap(items: Sequence[tuple[int, float]]) -> float:
-    """Harness aggregation of ``acc_gap``: per-document ``(position, correct)`` -> best minus worst position."""
-    return gap(accuracy_by_position(items))
+    """Harness aggregation of ``acc_gap``: per-document ``(position, correct)`` -> best minus worst position;
+    NaN (undefined) when fewer than two positions have a scored document."""
+    by_position = accuracy_by_position(items)
+    return gap(by_position) if len(by_position) >= 2 else math.nan
 
 
 def middle_drop(items: Sequence[tuple[int, float]]) -> float:
-    """Harness aggregation of ``acc_middle_drop``: per-document ``(position, correct)`` -> ends minus middle minimum."""
-    return middle_drop_of(accuracy_by_position(items))
+    """Harness aggregation of ``acc_middle_drop``: per-document ``(position, correct)`` -> ends minus middle minimum;
+    NaN (undefined) when fewer than three positions have a scored document."""
+    by_position = accuracy_by_position(items)
+    return middle_drop_of(by_position) if len(by_position) >= 3 else math.nan
 
 
 def sweep_metrics(position: int, correct: float, positions: Sequence[int], prefix: str = "acc") -> dict:
@@ -143,3 +158,28 @@ def higher_is_better(positions: Sequence[int], prefix: str = "acc") -> dict[str,
     """Accuracies are better high; the gap and the middle drop are better low (a flat curve)."""
     lower = {f"{prefix}_gap", f"{prefix}_middle_drop"}
     return {name: name not in lower for name in metric_names(positions, prefix)}
+
+
+def coverage_of(positions: Iterable[int], swept: Sequence[int]) -> dict[str, int]:
+    """How many documents are at each swept position: ``positions`` are the 0-based positions of the documents
+    a run took, ``swept`` the task's; keyed by the 1-based position (as in metric names), in sweep order."""
+    counts: dict[int, int] = defaultdict(int)
+    for position in positions:
+        counts[int(position)] += 1
+    return {str(p + 1): counts[p] for p in sorted(swept)}
+
+
+def prefix_coverage(n: int, swept: Sequence[int]) -> dict[str, int]:
+    """:func:`coverage_of` the first ``n`` documents of a sweep ordered example by example (module docstring)."""
+    size = len(swept)
+    return {str(p + 1): n // size + (i < n % size) for i, p in enumerate(sorted(swept))}
+
+
+def uneven(coverage: dict[str, int]) -> bool:
+    """True when the positions of a sweep do not all have the same number of documents."""
+    return len(set(coverage.values())) > 1
+
+
+def coverage_text(coverage: dict[str, int]) -> str:
+    """``position 1: 3, position 5: 2, position 10: 2 documents``."""
+    return ", ".join(f"position {p}: {n}" for p, n in coverage.items()) + " documents"

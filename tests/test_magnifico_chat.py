@@ -1,10 +1,11 @@
-"""MAGNIFICo's chat path: the prompt and settings a chat model gets, the one normalisation of its replies,
+"""MAGNIFICo's chat path: the prompt and settings a chat model gets, the query taken from its replies,
 and, end to end through the harness's `local-chat-completions` and the stub server, that a chat reply
 scores exactly what the same query scores as a plain completion.
 
 The completion run is `ext-canned-gen` giving each item a bare continuation of the prompt's `SELECT`; the
-chat runs get, for the same items, the same query wrapped as chat models write it (whole, in a code fence,
-with prose before or after). Which item gets which query and wrapping is decided here, from the TSV files.
+chat runs get, for the same items, the same query written as chat models write it (whole, in a code fence,
+in inline code, after a colon, with prose before or after). Which item gets which query and wrapping is
+decided here, from the TSV files. The replies of a real chat model: test_magnifico_real_replies.py.
 """
 from __future__ import annotations
 
@@ -29,18 +30,19 @@ WRONG = "'not the answer'"        # executes, wrong result
 BROKEN = "name FROM no_such_table"  # does not execute
 
 
-# -- the normalisation, rule by rule --------------------------------------------------------------
+# -- the query taken from a reply, rule by rule ---------------------------------------------------
 
 @pytest.mark.parametrize(("reply", "sql", "normalized"), [
     # bare queries: executed as the completion path would execute the same query
     ("SELECT a FROM t", "SELECT a FROM t", False),
-    ("  a FROM t  ", "SELECT a FROM t", False),              # continues the prompt's SELECT
     ("select a from t;", "select a from t", False),          # one final semicolon
-    ("\n\na FROM t", "SELECT a FROM t", False),
-    ("", "SELECT ", False),                                  # as the completion path: "SELECT " + ""
+    # no query: the chat prompt ends with the question, so a continuation of a SELECT is not one
+    ("  a FROM t  ", None, False),
+    ("\n\na FROM t", None, False),
+    ("", None, False),
     # code fences: the first block's content
     ("```sql\nSELECT a FROM t;\n```", "SELECT a FROM t", True),
-    ("```\na FROM t\n```", "SELECT a FROM t", True),          # a fenced continuation gets its SELECT
+    ("```\na FROM t\n```", None, False),                      # a fenced fragment is no query either
     ("```SELECT a FROM t```", "SELECT a FROM t", True),
     ("Here is the query:\n\n```sqlite\nSELECT a\nFROM t\n```\n\nIt lists a.", "SELECT a\nFROM t", True),
     ("```sql\nSELECT a FROM t", "SELECT a FROM t", True),     # a block left open runs to the end
@@ -50,14 +52,14 @@ BROKEN = "name FROM no_such_table"  # does not execute
     ("To answer it we count rows:\nSELECT count(*) FROM t", "SELECT count(*) FROM t", True),
     ("The query:\nWITH x AS (SELECT 1) SELECT * FROM x;", "WITH x AS (SELECT 1) SELECT * FROM x", True),
     ("With this query you get it:\nSELECT 1", "SELECT 1", True),  # prose "With" is not a CTE
-    # a SELECT line inside an open parenthesis is a subquery of a continuation, not the start
-    ("count(*) FROM t WHERE a IN (\nSELECT a FROM u)", "SELECT count(*) FROM t WHERE a IN (\nSELECT a FROM u)", False),
+    # a SELECT line inside an open parenthesis is a subquery of a fragment, not the start of a query
+    ("count(*) FROM t WHERE a IN (\nSELECT a FROM u)", None, False),
     # the first statement only: a semicolon in a string does not end it; prose after a blank line goes
     ("SELECT 'a;b' FROM t; SELECT 2", "SELECT 'a;b' FROM t", True),
     ("SELECT a FROM t -- the a's; all of them\n;", "SELECT a FROM t -- the a's; all of them", False),
     ("SELECT a FROM t;\n\nThis query lists a.", "SELECT a FROM t", True),
     ("SELECT a\nFROM t\n\nThis query lists a.", "SELECT a\nFROM t", True),
-    ("a FROM t\n\nThe SELECT above lists a.", "SELECT a FROM t", True),
+    ("a FROM t\n\nThe SELECT above lists a.", None, False),  # prose is never taken for SQL
 ])
 def test_chat_replies_are_normalised_once(reply, sql, normalized):
     from lm_eval_ext.magnifico.replies import chat_query, completion_query
@@ -66,6 +68,29 @@ def test_chat_replies_are_normalised_once(reply, sql, normalized):
     assert (got.sql, got.normalized) == (sql, normalized)
     # the completion path never normalises: "SELECT " + the stripped reply
     assert completion_query(reply).sql == "SELECT " + reply.strip() and not completion_query(reply).normalized
+
+
+@pytest.mark.parametrize(("scope", "prompt_type", "form", "position", "interpretation", "cue"), [
+    ("single", "direct", "plausible", None, "maximum", "\nSELECT"),
+    ("single", "description", "foreign", "mid", "maximum", "\nSELECT"),
+    ("single", "fewshot", "adversarial", None, "maximum", "\nSELECT"),
+    ("phrase", "direct", "plausible", None, "hire_date", "\nSELECT"),
+    ("dialogue", "dialogue", "plausible", "end", "average", "\n\nUser2: SELECT"),
+])
+def test_chat_prompt_is_the_authors_prompt_without_its_final_select(data_dir, scope, prompt_type, form, position,
+                                                                    interpretation, cue):
+    """The chat prompt leaves out the completion cue (the line a completion model continues), nothing else."""
+    from lm_eval_ext.magnifico.chat import chat_messages
+    from lm_eval_ext.magnifico.documents import Setting, build_documents
+    from lm_eval_ext.magnifico.prompts import PromptBuilder
+
+    builder = PromptBuilder()
+    docs = build_documents(Setting(scope, prompt_type, form, position), selected={interpretation})
+    for doc in (docs[0], docs[1]):  # a novel and a base item
+        authors = builder.build(doc)
+        assert authors.endswith(cue) and builder.build(doc, cue=False) == authors[: -len(cue)]
+        assert chat_messages(builder.build(doc, cue=False), "Be brief.") == [
+            {"role": "system", "content": "Be brief."}, {"role": "user", "content": authors[: -len(cue)] + INSTRUCTION}]
 
 
 def test_chat_generation_settings_keep_what_the_command_line_gave():
@@ -103,7 +128,8 @@ def _continuation(gold: str) -> str:
 # then had to be normalised.
 STYLES = {
     "whole": (lambda q: q, False),
-    "continuation": (lambda q: q[len("SELECT "):], False),
+    "inline": (lambda q: f"Sure! `{q}`", True),
+    "colon": (lambda q: f"The query is: {q}", True),
     "fenced": (lambda q: f"Here is the query:\n\n```sql\n{q};\n```\n\nIt answers the question.", True),
     "explained": (lambda q: f"{q};\n\nThis query reads the player table.", True),
     "preamble": (lambda q: f"The SQLite query is:\n{q}", True),
@@ -147,8 +173,11 @@ def _records(samples: list[dict]) -> dict[tuple, dict]:
 
 
 def _chat_reply(script: dict):
+    # the chat prompt ends with the question and the instruction: looked up without the completion cue
+    chat_script = {key.removesuffix("SELECT"): value for key, value in script.items()}
+
     def reply(body: dict) -> str:
-        answer, style = _lookup(script, body["messages"][-1]["content"])
+        answer, style = _lookup(chat_script, body["messages"][-1]["content"])
         return STYLES[style][0]("SELECT " + answer)
     return reply
 
@@ -173,9 +202,11 @@ def test_chat_replies_score_what_the_same_query_scores_as_a_completion(data_dir,
     with StubOpenAIServer(responder=_chat_reply(script)) as srv:
         chat = _evaluate("local-chat-completions", f"base_url={srv.chat_url},model=stub", apply_chat_template=True)
         bodies = [r["body"] for r in srv.requests if r["method"] == "POST"]
-    # what the chat model got: the same prompt, the instruction, no stops, 512 tokens, one user message
+    # what the chat model got: the same prompt without its final SELECT, the instruction, no stops, 512 tokens,
+    # one user message
     prompts = sorted(call["prompts"])
-    assert sorted(b["messages"][0]["content"] for b in bodies) == sorted(p + INSTRUCTION for p in prompts)
+    assert sorted(b["messages"][0]["content"] for b in bodies) == sorted(p.removesuffix("\nSELECT") + INSTRUCTION
+                                                                        for p in prompts)
     assert all(len(b["messages"]) == 1 and b["messages"][0]["role"] == "user" for b in bodies)
     assert all(b["stop"] == [] and b["max_tokens"] == 512 and b["temperature"] == 0.0 for b in bodies)
     assert chat["configs"][TASK]["metadata"]["reply_format"] == "chat"
@@ -213,7 +244,9 @@ def test_chat_replies_score_what_the_same_query_scores_as_a_completion(data_dir,
     assert {r["ex"] for r in plain.values()} == {0, 1} and {r["executed"] for r in plain.values()} == {True, False}
 
     expected_normalized = sum(STYLES[style][1] for style in styles.values())
-    assert expected_normalized == 6
+    # novel rows 0-4 get styles 0-4 (whole, inline, colon, fenced, explained), base rows 0-4 styles 2-5 and 0
+    # (colon, fenced, explained, preamble, whole): every style but "whole" is normalised
+    assert expected_normalized == 8
     for metrics in (_metrics(chat["results"]), _metrics(honoured)):
         assert metrics.pop("replies_normalized,sandbox") == expected_normalized
         baseline = _metrics(completion["results"])

@@ -62,7 +62,8 @@ def write_script(folder: Path, data_dir: Path, chat: bool) -> dict:
     # string (after the prompt's SELECT on the completion path, a whole query, as chat models answer, with a chat
     # template); ELITR: "<meeting>-answer-<turn>"
     rules = litm_kv4_rules(folder / "kv4.jsonl")
-    rules += [{"contains": f"-- {text}\nSELECT", "response": f"{'SELECT ' if chat else ''}{body};\n\nSELECT 1"}
+    # (the chat prompt ends with the question and the instruction, the completion prompt with the question and SELECT)
+    rules += [{"contains": f"-- {text}\n", "response": f"{'SELECT ' if chat else ''}{body};\n\nSELECT 1"}
               for text, body in MAGNIFICO_GOLDS.items()]
     meeting_rules, firsts = elitr_meeting_rules(MEETINGS)
     rules += meeting_rules
@@ -166,7 +167,8 @@ def test_generation_requests(vllm_runs, chat):
     # MAGNIFICo's prompts are longer than 2000 tokens: counted, and cut on the left by the harness's vllm model
     assert magnifico["prompts_truncated"] == 8
     (call,) = [c for c in vllm_runs["chat" if chat else "plain"]["calls"] if any("-key-" in p for p in c["prompts"])]
-    sql = [p for p in call["prompts"] if "\nSELECT" in p[-200:]]
+    cue = "the complete query for the last question above, starting with SELECT." if chat else "\nSELECT"
+    sql = [p for p in call["prompts"] if cue in p[-200:]]
     assert len(sql) == 8 and not any(p.startswith(("user: ", "/*")) for p in sql)
     others = [p for p in call["prompts"] if p not in sql]
     assert len(others) == 8 + 3  # LitM's 8 prompts that fit and ELITR's 3 single-turn prompts, in one call

@@ -3,7 +3,8 @@
 Documents are small (the question or key, the answers or value, k and the gold position);
 the passages and pairs stay in :class:`LitmData`, shared by every position of an example, and
 the prompt is built from both when the harness asks for it. Example-major order means that
-``--limit N`` takes whole examples at every position (N a multiple of the number of positions).
+``--limit N`` takes whole examples at every position (N a multiple of the number of positions);
+otherwise the first positions get one document more, which the task records and reports (task.py).
 """
 from __future__ import annotations
 

@@ -3,6 +3,11 @@
 Used from the task YAMLs as ``class: !function lm_eval_ext.litm.task.LitmTask``; the YAML's
 ``dataset_kwargs`` and the run's ``--metadata`` give the settings (options.py).
 
+Position coverage (a sweep): after the harness has built the requests, the documents the run takes at
+each gold position are counted and recorded in the task's results metadata (``documents_by_position``,
+1-based positions); when ``--limit`` or ``--samples`` leaves them uneven, a warning says so
+(lm_eval_ext/sweeps.py).
+
 Over-long prompts (lm_eval_ext/prompt_length.py): after the harness has built every request
 (chat template and ``--gen_kwargs`` applied), each prompt is measured. Under
 ``litm_too_long=skip`` (the default) a prompt that does not fit is withheld: it is never sent to
@@ -91,7 +96,10 @@ class LitmTask(ExtTask):
         return doc["value"] if self.setup.setting == "kv" else doc["answers"]
 
     def review_requests(self, instances, chat_template=None, system_instruction=None) -> None:
-        """Measure every prompt; withhold the over-long ones under the ``skip`` policy (module docstring)."""
+        """Count the documents at each gold position (a sweep); measure every prompt; withhold the over-long ones
+        under the ``skip`` policy (module docstring)."""
+        if self.setup.swept:
+            self._record_coverage(instances)
         self._verdicts = {}
         if self.budget is None:
             self.record_run_info(prompt_length="not checked (no context length known)")
@@ -117,6 +125,18 @@ class LitmTask(ExtTask):
                       else "left to the model adapter to cut (prompts_truncated)")
             log.warning("%s: %d of %d prompts do not fit the %s; they are %s%s", self.setup.task, len(too_long),
                         len(instances), self.budget.describe(), action, f" [{where}]" if where else "")
+
+    def _record_coverage(self, instances) -> None:
+        """Record how many documents the run takes at each gold position, and say so when they differ."""
+        mine = {instance.doc_id: instance.doc["gold_index"] for instance in instances}
+        coverage = sweeps.coverage_of(self.of_every_process(list(mine.values())), self.setup.positions)
+        self.record_run_info(documents_by_position=coverage)
+        if sweeps.uneven(coverage):
+            log.warning("%s: the gold positions are covered unevenly: %s. Documents go example by example and "
+                        "--limit N takes the first N (--samples the ones it names), so the positions' accuracies are "
+                        "over different questions; a --limit that is a multiple of %d (the number of positions) "
+                        "takes whole examples. Recorded as documents_by_position in the task's results metadata.",
+                        self.setup.task, sweeps.coverage_text(coverage), len(self.setup.positions))
 
     # -- scoring ------------------------------------------------------------------------------
 

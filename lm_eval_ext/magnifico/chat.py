@@ -3,14 +3,17 @@
 The paper prompts completion models: the prompt ends with ``SELECT`` and generation stops at ``;``,
 a blank line, ``--`` or ``#`` (Patel et al., EMNLP 2023). A chat model answers in its own way
 ("Here is the query:", a code fence, an explanation), and a server that honours those stops cuts such
-a reply back to its preamble. So, when a run applies a chat template, the task (this plugin's
-addition, not the paper's):
+a reply back to its preamble; a chat model also echoes a prompt's final ``SELECT`` instead of continuing
+it. So, when a run applies a chat template, the task (this plugin's addition, not the paper's):
 
-- sends the authors' prompt unchanged, followed by one instruction to answer with one SQLite query
-  only (``templates/magnifico_chat.txt``), as a single user message (after the run's
+- sends the authors' prompt without its completion cue (the final ``SELECT``, or ``User2: SELECT`` in
+  a dialogue: :meth:`~lm_eval_ext.magnifico.prompts.PromptBuilder.build` with ``cue=False``), followed by
+  one instruction to answer with one complete SQLite query starting with SELECT
+  (``templates/magnifico_chat.txt``), as a single user message (after the run's
   ``--system_instruction``, if any, as the harness places it);
 - sends no stop sequences and allows :data:`CHAT_MAX_GEN_TOKS` new tokens (the model ends its reply);
-- normalises each reply once before executing it (:mod:`lm_eval_ext.magnifico.replies`).
+- executes the query a reader sees in each reply, or none when the reply holds no query
+  (:mod:`lm_eval_ext.magnifico.replies`).
 """
 from __future__ import annotations
 
@@ -33,12 +36,14 @@ def _template() -> str:
 
 
 def chat_prompt(prompt: str) -> str:
-    """The chat prompt: the authors' ``prompt`` followed by the chat instruction (``templates/magnifico_chat.txt``)."""
+    """The chat prompt: ``prompt`` (the authors' prompt without its completion cue) followed by the chat
+    instruction (``templates/magnifico_chat.txt``)."""
     return _template().format(prompt=prompt)
 
 
 def chat_messages(prompt: str, system_instruction: str | None = None) -> list[dict]:
-    """The messages of one item: the run's system instruction (if any), then the chat prompt as the user turn."""
+    """The messages of one item (``prompt``: the authors' prompt without its completion cue): the run's system
+    instruction (if any), then the chat prompt as the user turn."""
     system = [{"role": "system", "content": system_instruction}] if system_instruction else []
     return [*system, {"role": "user", "content": chat_prompt(prompt)}]
 

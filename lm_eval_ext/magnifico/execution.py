@@ -15,13 +15,14 @@ which sees every response of the task at once. Each prediction goes to its worke
 gold rows and is compared there: only the verdict comes back, so the memory of this process
 does not depend on what the model's queries return (docs/magnifico.md has the figures). The filter's output per response is a
 small record (the predicted query, whether it executed, the error, ``ex``, ``em``, and whether
-the reply had to be normalised) as a JSON string: it is what ``process_results`` scores and what
+the reply had to be normalised; a chat reply that holds no query is not executed and its record says
+so) as a JSON string: it is what ``process_results`` scores and what
 ``--log_samples`` shows as ``filtered_resps`` (the harness writes filtered responses with
 ``str()``, so JSON keeps them machine-readable); the raw reply stays in ``resps``.
 
 Which query a reply gives depends on the path the task recorded for the run
 (``reply_format`` in the task's metadata, :mod:`lm_eval_ext.magnifico.replies`): ``completion``
-(the paper's) or ``chat`` (with a chat template: the reply is normalised once).
+(the paper's) or ``chat`` (with a chat template: the query a reader sees in the reply, or none).
 """
 from __future__ import annotations
 
@@ -33,7 +34,7 @@ from functools import lru_cache
 from ..errors import UserError
 from ..sql import COMPARISONS, Against, Limits, QueryResult, query_orders, shared_pool
 from ..task_base import RunAwareFilter
-from .replies import reply_query
+from .replies import NO_QUERY, reply_query
 
 REPLY_FORMATS = ("completion", "chat")
 GOLD_RETRY_FACTOR = 10
@@ -147,15 +148,27 @@ class Scorer:
         return Against(gold.rows, self.options.comparison, ordered)
 
     def score(self, db_paths: list[str], golds: list[str], generations: list[str], chat: bool = False) -> list[dict]:
-        """One record per reply: ``prediction`` (the executed query), ``executed``, ``error``, ``ex``, ``em``,
-        ``normalized`` (the reply had to be normalised: chat path only, :mod:`~lm_eval_ext.magnifico.replies`)."""
+        """One record per reply: ``prediction`` (the executed query; None when a chat reply holds no query),
+        ``executed``, ``error`` (:data:`~lm_eval_ext.magnifico.replies.NO_QUERY` for a reply without a query),
+        ``ex``, ``em``, ``normalized`` (the query had to be taken out of the reply: chat path only,
+        :mod:`~lm_eval_ext.magnifico.replies`)."""
         queries = [reply_query(g, chat) for g in generations]
         gold_results = self.gold_results(list(zip(db_paths, golds)))
         against = [self.against(gold, gold_sql) for gold, gold_sql in zip(gold_results, golds)]
-        pred_results = self.pool.run([(db, query.sql, a) for db, query, a in zip(db_paths, queries, against)])
-        return [{"prediction": query.sql, "executed": pred.ok, "error": pred.error, "ex": int(bool(pred.match)),
-                 "em": exact_match(query.sql, gold_sql), "normalized": query.normalized}
-                for query, gold_sql, pred in zip(queries, golds, pred_results)]
+        runnable = [i for i, query in enumerate(queries) if query.sql is not None]
+        executed = self.pool.run([(db_paths[i], queries[i].sql, against[i]) for i in runnable])
+        results = dict(zip(runnable, executed))
+        records = []
+        for i, (query, gold_sql) in enumerate(zip(queries, golds)):
+            if query.sql is None:
+                records.append({"prediction": None, "executed": False, "error": NO_QUERY, "ex": 0, "em": 0,
+                                "normalized": False})
+                continue
+            pred = results[i]
+            records.append({"prediction": query.sql, "executed": pred.ok, "error": pred.error,
+                            "ex": int(bool(pred.match)), "em": exact_match(query.sql, gold_sql),
+                            "normalized": query.normalized})
+        return records
 
 
 class SqlExecutionFilter(RunAwareFilter):

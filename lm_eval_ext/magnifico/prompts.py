@@ -6,6 +6,10 @@ the only table) or ``end`` (after the "Using valid SQLite" line, as ``\\n\\n-- <
 Few-shot: prefix, then ``\\n\\n-- <demo question>\\n<demo gold SQL>`` per demonstration,
 then the question. Dialogue: the conversation, then the schema as User1's turn, and
 ``User2: SELECT``. Each prefix (database x description x position) is built once.
+
+Every prompt ends with its *completion cue*, the start of the answer a completion model continues
+(:data:`QUERY_CUE` after the question, :data:`DIALOGUE_CUE` in a dialogue); the chat path leaves it
+out (``build(doc, cue=False)``, :mod:`lm_eval_ext.magnifico.chat`).
 """
 from __future__ import annotations
 
@@ -16,6 +20,8 @@ from .schema import SchemaBlocks
 USING_LINE = "-- Using valid SQLite, answer the following questions for the tables provided above."
 DIALOGUE_SCHEMA = "User1: Suppose you are given the following schema:\n\n"
 DIALOGUE_QUESTION = "Using valid SQLite, answer the following question with the corresponding SQL query:\n"
+QUERY_CUE = "\nSELECT"
+DIALOGUE_CUE = "\n\nUser2: SELECT"
 
 
 def assemble_prefix(blocks: tuple[str, ...], description: str | None = None, position: str | None = None,
@@ -63,19 +69,19 @@ class PromptBuilder:
             self._demos[key] = "".join(parts)
         return self._demos[key]
 
-    def build(self, doc: dict) -> str:
-        """The prompt of one document."""
+    def build(self, doc: dict, cue: bool = True) -> str:
+        """The prompt of one document; without its completion cue when ``cue`` is False (module docstring)."""
         tables = tuple(doc["tables"])
         kind = doc["prompt_type"]
         if kind == "dialogue":
             interpretation, folder, variant, file = doc["dialogue"].split("/")
             dialogue = read_dialogue(interpretation, folder, variant, file[: -len(".txt")])
             schema = self.prefix(doc["db_id"], tables, postfix=False)
-            return f"{dialogue}\n\n{DIALOGUE_SCHEMA}{schema}{DIALOGUE_QUESTION}{doc['text']}\n\nUser2: SELECT"
+            return f"{dialogue}\n\n{DIALOGUE_SCHEMA}{schema}{DIALOGUE_QUESTION}{doc['text']}" + (DIALOGUE_CUE if cue else "")
         if kind == "description":
             prefix = self.prefix(doc["db_id"], tables, doc["description"], doc["position"])
         else:
             prefix = self.prefix(doc["db_id"], tables)
         if kind == "fewshot":
             prefix += self.demonstrations(doc["demonstrations"], doc["form_word"])
-        return f"{prefix}\n\n-- {doc['text']}\nSELECT"
+        return f"{prefix}\n\n-- {doc['text']}" + (QUERY_CUE if cue else "")

@@ -4,25 +4,38 @@
 stops at ``;``, a blank line, ``--`` or ``#``, and the query is ``"SELECT " + reply.strip()``
 (:func:`prediction_sql`). Nothing else is done to the reply.
 
-**Chat path** (this plugin's, for runs with a chat template; docs/magnifico.md): a chat model is asked
-for the whole query, gets no stop sequences, and answers as chat models do (a code fence, a sentence
-before or after the query). Its reply is normalised once, by :func:`chat_query`, in this order:
+**Chat path** (this plugin's, for runs with a chat template; docs/magnifico.md): the prompt does not end
+with ``SELECT`` (:mod:`lm_eval_ext.magnifico.chat`): the model is asked for the whole query, gets no stop
+sequences, and answers as chat models do (a code fence, a sentence before or after the query). The query
+is the one a reader sees in the reply (:func:`chat_query`), looked for in this order, the first found
+counting:
 
-1. code fence: when the reply holds a fenced block (```` ```sql ... ``` ```` or ```` ``` ... ``` ````),
-   only the content of the first one is kept (a block left open runs to the end of the reply);
-2. prose before the query: the query starts at the first line that begins with ``SELECT`` or with a
-   common table expression (``WITH name AS (``), any case, outside parentheses opened before it;
-   what precedes that line is dropped. When no line begins so, the text continues the prompt's final
-   ``SELECT`` and the query is ``"SELECT " + text`` as on the completion path: a leading ``SELECT`` is
-   never doubled, a missing one is supplied;
-3. the first statement only: the text is cut at the first ``;`` that ends a complete statement
-   (:func:`sqlite3.complete_statement`: a ``;`` inside a string literal or a comment does not count)
-   and, outside a code fence, at the first blank line (prose after the query); then stripped.
+1. in a fenced code block (```` ```sql ... ``` ```` or ```` ``` ... ``` ````; a block left open runs to
+   the end of the reply), block by block;
+2. in an inline code span (```` `...` ````), span by span;
+3. in the reply's text outside the code blocks.
 
-A reply counts as *normalised* when the query differs from what the reply gives read as a bare query
-(stripped, one final ``;`` dropped, ``"SELECT "`` supplied when it does not start with one): i.e. when
-a fence, prose or a second statement had to be removed. A bare query, whole or continuing the prompt's
-``SELECT``, is executed exactly as the completion path would execute the same query.
+A query starts with ``SELECT`` or a common table expression (``WITH name AS (``, ``WITH RECURSIVE``):
+
+- at the start of a line: in code in any case; in text in capitals or in lower case (``SELECT``,
+  ``select``), not in the sentence case of prose ("Select the rows ...");
+- inside a line of text, after a space: in capitals only; a ``SELECT`` there only after a colon ("The
+  query is: SELECT ...") or when a ``FROM`` follows it ("You get them with SELECT name FROM t"), so that
+  "The SELECT above" starts none;
+
+never inside a parenthesis opened before it (a subquery of a fragment is not a query). It ends at the
+first ``;`` that ends a complete statement (:func:`sqlite3.complete_statement`: not one inside a string
+literal or a comment), at the end of its code span, and, outside a code block, at the first blank line;
+then it is stripped. A start with nothing after its keyword (a model echoing ``SELECT``, then a blank
+line) is not a query: the next start is tried. Prose is never prefixed to SQL, and ``SELECT`` is never
+supplied: a reply that only continues a query (``name FROM t``) holds none.
+
+A reply in which no query is found holds **no query** (:attr:`Query.sql` is None): nothing is executed,
+and the item scores 0 with the error :data:`NO_QUERY` in its execution record.
+
+A query counts as *normalised* when it differs from the whole reply (stripped, one final ``;`` dropped):
+i.e. when a fence, a code span, prose or a second statement had to be removed. A reply that is a bare
+query is executed exactly as the completion path would execute the same query.
 """
 from __future__ import annotations
 
@@ -30,18 +43,25 @@ import re
 import sqlite3
 from dataclasses import dataclass
 
+NO_QUERY = ("no query: the reply holds no SQL query (no code block, inline code or statement that starts with "
+            "SELECT or WITH); nothing was executed")
+
 _FENCE = re.compile(r"```(?:[\w+-]*[ \t]*\n)?(.*?)(?:```|\Z)", re.S)
-_QUERY_START = r"(?:select\b|with\s+(?:recursive\s+)?\w+\s*(?:\([^()]*\)\s*)?as\s*\()"
-_QUERY_LINE = re.compile(r"^[ \t]*" + _QUERY_START, re.I | re.M)
-_STARTS_QUERY = re.compile(_QUERY_START, re.I)
+_SPAN = re.compile(r"`([^`]+)`")
+_CTE = r"with\s+(?:recursive\s+)?\w+\s*(?:\([^()]*\)\s*)?as\s*\("
+# where a query may start: at the start of a line, or inside a line after a space (the case is checked apart)
+_LINE_START = re.compile(r"^[ \t]*(select\b|" + _CTE + ")", re.I | re.M)
+_IN_LINE = re.compile(r"(?<=[ \t])(select\b|" + _CTE + ")", re.I)
+_FROM = re.compile(r"\bfrom\b", re.I)
 _BLANK_LINE = re.compile(r"\n[ \t]*\n")
 
 
 @dataclass(frozen=True)
 class Query:
-    """The query executed for one reply, and whether the reply had to be normalised to get it."""
+    """The query executed for one reply (None: the reply holds no query), and whether the reply had to be
+    normalised to get it."""
 
-    sql: str
+    sql: str | None
     normalized: bool = False
 
 
@@ -56,15 +76,17 @@ def completion_query(reply: str) -> Query:
 
 
 def chat_query(reply: str) -> Query:
-    """The chat path's query: the reply normalised as the module docstring says."""
-    fence = _FENCE.search(reply)
-    text = fence.group(1) if fence else reply
-    start = _query_line(text)
-    if start is not None:
-        text = text[start:]
-    text = _first_statement(text.lstrip(), cut_at_blank_line=fence is None).strip()
-    sql = text if start is not None else prediction_sql(text)
-    return Query(sql, normalized=sql != _bare_query(reply))
+    """The chat path's query: the one a reader sees in the reply (module docstring), or none."""
+    fences = list(_FENCE.finditer(reply))
+    text = _FENCE.sub("\n\n", reply)  # a code block ends what precedes it
+    regions = [(fence.group(1), True, False) for fence in fences]
+    regions += [(span.group(1), True, True) for span in _SPAN.finditer(text)]
+    regions.append((text, False, True))
+    for region, code, cut_at_blank_line in regions:
+        sql = _query_in(region, code, cut_at_blank_line)
+        if sql is not None:
+            return Query(sql, normalized=sql != _whole(reply))
+    return Query(None)
 
 
 def reply_query(reply: str, chat: bool) -> Query:
@@ -72,18 +94,40 @@ def reply_query(reply: str, chat: bool) -> Query:
     return chat_query(reply) if chat else completion_query(reply)
 
 
-def _query_line(text: str) -> int | None:
-    """Where the first line that begins a query starts, not counting lines inside open parentheses."""
-    for match in _QUERY_LINE.finditer(text):
-        before = text[: match.start()]
-        # a SELECT line inside an open parenthesis is a subquery of a reply that continues the prompt
-        if before.count("(") <= before.count(")"):
-            return match.start()
+def _query_in(text: str, code: bool, cut_at_blank_line: bool) -> str | None:
+    """The first query of ``text`` (``code``: a block's or a span's content), or None."""
+    starts = {m.start(1): False for m in _IN_LINE.finditer(text)} if not code else {}
+    starts |= {m.start(1): True for m in _LINE_START.finditer(text)}
+    for start, line_start in sorted(starts.items()):
+        keyword = re.match(r"[a-z]+", text[start:], re.I).group(0)
+        if not _may_start(text[:start], keyword, code, line_start):
+            continue
+        sql = _first_statement(text[start:], cut_at_blank_line).strip()
+        if re.fullmatch(r"select", sql, re.I):  # the keyword alone: the model echoed the prompt's SELECT
+            continue
+        if not line_start and keyword.upper() == "SELECT" and not _before_colon(text[:start]) and not _FROM.search(sql):
+            continue
+        return sql
     return None
 
 
+def _before_colon(before: str) -> bool:
+    """Whether the text before a keyword ends with a colon ("The query is: SELECT ...")."""
+    return before.rstrip(" \t").endswith(":")
+
+
+def _may_start(before: str, keyword: str, code: bool, line_start: bool) -> bool:
+    """Whether ``keyword`` (``SELECT`` or ``WITH`` as written) after ``before`` may begin a query: written in a
+    case SQL is written in (module docstring), and outside any parenthesis opened before it."""
+    if before.count("(") > before.count(")"):
+        return False
+    if code:
+        return True
+    return keyword.isupper() or (line_start and keyword.islower())
+
+
 def _first_statement(text: str, cut_at_blank_line: bool) -> str:
-    """``text`` up to the end of its first statement (module docstring, step 3)."""
+    """``text`` up to the end of its first statement (module docstring)."""
     if cut_at_blank_line and (blank := _BLANK_LINE.search(text)):
         text = text[: blank.start()]
     for semicolon in re.finditer(";", text):
@@ -92,9 +136,7 @@ def _first_statement(text: str, cut_at_blank_line: bool) -> str:
     return text
 
 
-def _bare_query(reply: str) -> str:
-    """The reply read as a bare query: stripped, one final ``;`` dropped, ``SELECT`` supplied when missing."""
+def _whole(reply: str) -> str:
+    """The whole reply read as a query: stripped, one final ``;`` dropped."""
     text = reply.strip()
-    if text.endswith(";"):
-        text = text[:-1].rstrip()
-    return text if _STARTS_QUERY.match(text) else prediction_sql(text)
+    return text[:-1].rstrip() if text.endswith(";") else text

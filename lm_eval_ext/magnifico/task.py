@@ -8,11 +8,11 @@ Used from the task YAMLs as ``class: !function lm_eval_ext.magnifico.task.Magnif
 concept tasks).
 
 With a chat template (``--apply_chat_template``, e.g. ``local-chat-completions``) the task takes its
-chat path (:mod:`lm_eval_ext.magnifico.chat`): the authors' prompt plus one instruction, no stop
-sequences and a larger token budget, and each reply normalised once before it is executed
-(:mod:`lm_eval_ext.magnifico.replies`); every document reports ``replies_normalized`` (0 on the
-completion path). The path is recorded in the task's results metadata (``reply_format``), where the
-``sandbox`` filter reads it.
+chat path (:mod:`lm_eval_ext.magnifico.chat`): the authors' prompt without its final ``SELECT`` plus one
+instruction, no stop sequences and a larger token budget, and the query a reader sees in each reply is
+executed, or none when the reply holds no query (:mod:`lm_eval_ext.magnifico.replies`); every document
+reports ``replies_normalized`` (0 on the completion path). The path is recorded in the task's results
+metadata (``reply_format``), where the ``sandbox`` filter reads it.
 
 Items whose Spider database is missing, or whose gold query does not execute, are left out when
 the task is loaded; how many (and which databases) is recorded in the task's results metadata
@@ -153,13 +153,13 @@ class MagnificoTask(ExtTask):
     def fewshot_context(self, doc, num_fewshot, system_instruction=None, apply_chat_template=False,
                         fewshot_as_multiturn=False, chat_template=None, gen_prefix=None):
         """The completion prompt as the harness builds it; with a chat template, the chat prompt
-        (the authors' prompt and the chat instruction, chat.py) as one user message."""
+        (the authors' prompt without its completion cue, and the chat instruction, chat.py) as one user message."""
         if not (apply_chat_template and chat_template):
             return super().fewshot_context(doc, num_fewshot, system_instruction=system_instruction,
                                            apply_chat_template=apply_chat_template,
                                            fewshot_as_multiturn=fewshot_as_multiturn, chat_template=chat_template,
                                            gen_prefix=gen_prefix)
-        return chat_template(chat_messages(self.doc_to_text(doc), system_instruction))
+        return chat_template(chat_messages(self.prompts.build(doc, cue=False), system_instruction))
 
     def review_requests(self, instances, chat_template=None, system_instruction=None) -> None:
         """Count the prompts the model's adapter will cut (longer than its context), when the context is known."""

@@ -10,12 +10,19 @@ task's metadata and read with its metrics by :meth:`Run.metrics`;
 ``judge_failures``: answers the judge could not score). A run is **truncated** when prompts were
 cut to fit the model and scored anyway (``prompts_truncated``): complete, but not the published
 prompts. Groups are not checked: their counts are their subtasks'.
+
+A partial position sweep also says when its gold positions got different numbers of documents
+(:func:`documents_by_position`: ``--limit`` over a number of documents that is not a multiple of the
+number of positions, or ``--samples``): each position's accuracy is then over other questions.
 """
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from .. import sweeps
+from ..errors import UserError
+from ..litm.options import setup_from
 from .load import Model, Run
 
 PARTIAL = "partial"
@@ -80,9 +87,11 @@ def _limit_text(limit) -> str:
     return f"--limit {_count(limit)}" if isinstance(limit, (int, float)) else f"--limit {limit}"
 
 
-def status_of(limit, tasks: Mapping[str, tuple[Mapping | None, Mapping[str, object]]]) -> Status:
+def status_of(limit, tasks: Mapping[str, tuple[Mapping | None, Mapping[str, object]]],
+              coverage: Mapping[str, Mapping[str, int]] | None = None) -> Status:
     """The flags of a run given its ``--limit`` and, per task (not group), ``(n-samples entry, metrics)``:
-    the harness's ``{"original", "effective"}`` (or None) and the task's metric values by name.
+    the harness's ``{"original", "effective"}`` (or None) and the task's metric values by name; and, per
+    position sweep, its documents at each position (``coverage``, :func:`documents_by_position`).
 
     Shared by :func:`run_status` (results files) and the leaderboard's check of a record.
     """
@@ -96,6 +105,9 @@ def status_of(limit, tasks: Mapping[str, tuple[Mapping | None, Mapping[str, obje
             reduced = True
             how = _limit_text(limit) if limit is not None else "--samples"
             flags.append(Flag(PARTIAL, task, f"{effective} of {original} documents scored ({how})"))
+        positions = (coverage or {}).get(task)
+        if positions and sweeps.uneven(positions):
+            flags.append(Flag(PARTIAL, task, f"gold positions covered unevenly: {sweeps.coverage_text(positions)}"))
         for name, kind, what in COUNTS:
             value = metrics.get(name)
             if isinstance(value, (int, float)) and value > 0:
@@ -114,7 +126,35 @@ def run_status(run: Run, tasks: Iterable[str] | None = None) -> Status:
         # every metric name, numeric or not: the harness's bypass placeholder has no number
         names = {key.split(",")[0]: None for key in results.get(task, {}) if "," in key}
         entries[task] = ((run.data.get("n-samples") or {}).get(task), {**names, **run.metrics(task)})
-    return status_of(run.config.get("limit"), entries)
+    coverage = {task: positions for task in chosen if (positions := documents_by_position(run, task))}
+    return status_of(run.config.get("limit"), entries, coverage)
+
+
+LITM_TASK = "lm_eval_ext.litm."  # how the recorded config of a Lost in the Middle task names its process_results
+
+
+def documents_by_position(run: Run, task: str) -> dict[str, int] | None:
+    """The documents a position sweep took at each 1-based gold position (:mod:`lm_eval_ext.sweeps`), as the task
+    recorded them (``configs.<task>.metadata.documents_by_position``); None for a task that is no sweep.
+
+    Lost in the Middle results written before the tasks recorded it: derived from the number of documents
+    scored, which (without ``--samples``) are the task's first ones, example by example; None after
+    ``--samples``, which may pick any."""
+    config = run.task_config(task)
+    metadata = config.get("metadata") or {}
+    recorded = metadata.get("documents_by_position")
+    if isinstance(recorded, dict):
+        return {str(position): int(count) for position, count in recorded.items()}
+    counts = (run.data.get("n-samples") or {}).get(task) or {}
+    effective, original = counts.get("effective"), counts.get("original")
+    if (not str(config.get("process_results", "")).startswith(LITM_TASK) or not isinstance(effective, int)
+            or (run.config.get("limit") is None and effective != original)):
+        return None
+    try:
+        setup = setup_from(task, config.get("dataset_kwargs") or {}, metadata)
+    except UserError:  # a config this version cannot read: say nothing rather than guess
+        return None
+    return sweeps.prefix_coverage(effective, setup.positions) if setup.swept else None
 
 
 def documents_scored(run: Run, task: str) -> int | None:

@@ -3,9 +3,11 @@
 Everything comes from the results files: ``acc``, ``acc_pos_<n>`` (n = 1-based gold
 position), ``acc_gap``, ``acc_middle_drop``, and the over-long prompt counts
 ``prompts_skipped`` / ``prompts_truncated`` (overall and ``_pos_<n>``), as the tasks of
-tasks/lost_in_the_middle define them. Each task's setting is read from its recorded
-config (``dataset_kwargs``: setting, k, query_aware, random_order, generated; the run's
-``litm_kv_pairs`` for generated KV data), not from its name.
+tasks/lost_in_the_middle define them, and the documents each run took at each position
+(:func:`lm_eval_ext.results.status.documents_by_position`): the positions table counts them, and a
+note names the runs whose positions got different numbers (``--limit``, ``--samples``). Each task's
+setting is read from its recorded config (``dataset_kwargs``: setting, k, query_aware, random_order,
+generated; the run's ``litm_kv_pairs`` for generated KV data), not from its name.
 
 The generated KV tasks (``litm_kv_generated*``) take their number of pairs from the run, so
 a model's sweep over lengths is several runs of the same task: every run (the most complete per
@@ -31,7 +33,8 @@ from ...results.load import Model, Run
 from ..blocks import Figure, Note, Section, Table
 from ..figures import new_figure, published_color, published_marker
 from .common import OWN_SOURCE, TaskRun, citations, published_label, published_notes, source_text
-from ...results.status import most_complete
+from ... import sweeps
+from ...results.status import documents_by_position, most_complete
 
 TITLE = "Lost in the Middle"
 KEY = "lost_in_the_middle"
@@ -100,6 +103,10 @@ class Setting(TaskRun):
         if not self.lengths_checked:
             return None
         return self.metrics.get(name if position is None else f"{name}_pos_{position}")
+
+    def documents(self) -> dict[str, int] | None:
+        """The documents the run took at each 1-based gold position (None when the results do not say)."""
+        return documents_by_position(self.run, self.task)
 
     def drawable(self) -> bool:
         """True when the curves have something of this task to draw."""
@@ -179,6 +186,14 @@ def _length_notes(settings: list[Setting]) -> list[Note]:
     if unchecked:
         notes.append(Note("Prompt lengths were not checked for " + "; ".join(unchecked) + " (the run named no "
                           "context length: give max_length= in --model_args); an adapter may have cut long prompts."))
+    uneven = [f"{s.where}: {sweeps.coverage_text(docs)}" for s in settings
+              if (docs := s.documents()) and sweeps.uneven(docs)]
+    if uneven:
+        notes.append(Note("Gold positions covered unevenly: " + "; ".join(uneven) + ". The documents of a sweep go "
+                          "example by example and --limit N takes the first N (--samples the ones it names), so the "
+                          "accuracies at different positions are over different questions, and acc_gap and "
+                          "acc_middle_drop compare them. A --limit that is a multiple of the number of positions "
+                          "takes whole examples."))
     mirror = [f"{s.model.label} · {s.task}: {s.user_file}" for s in settings if s.user_file]
     if mirror:
         notes.append(Note("Data files given by the user instead of the published ones (not comparable with the "
@@ -323,22 +338,24 @@ def _summary_table(settings: list[Setting], published: Published | None) -> Tabl
 def _positions_table(settings: list[Setting], published: Published | None) -> Table:
     rows = []
     for s in settings:
-        errors = s.run.stderr(s.task)
+        errors, documents = s.run.stderr(s.task), s.documents() or {}
         for p in s.positions():
             depth = (p - 1) / (s.k - 1) if s.k and s.k > 1 else None
-            rows.append([s.model.label, s.task, s.setting, s.k, s.variant, p, depth, s.metrics.get(f"acc_pos_{p}"),
-                         errors.get(f"acc_pos_{p}"), s.count("prompts_skipped", p), s.count("prompts_truncated", p),
-                         OWN_SOURCE])
+            rows.append([s.model.label, s.task, s.setting, s.k, s.variant, p, depth, documents.get(str(p)),
+                         s.metrics.get(f"acc_pos_{p}"), errors.get(f"acc_pos_{p}"), s.count("prompts_skipped", p),
+                         s.count("prompts_truncated", p), OWN_SOURCE])
     for name in (published.models() if published else []):
         for task, (setting, k) in PUBLISHED_TASKS.items():
             numbers = sorted((n for n in published.numbers if n.model == name and n.task == task and
                               n.metric.startswith("acc_pos_")), key=lambda n: int(n.metric.rsplit("_", 1)[1]))
             for n in numbers:
                 p = int(n.metric.rsplit("_", 1)[1])
-                rows.append([published_label(name), task, setting, k, "plain", p, (p - 1) / (k - 1), n.value, None,
-                             None, None, source_text(n)])
+                rows.append([published_label(name), task, setting, k, "plain", p, (p - 1) / (k - 1), None, n.value,
+                             None, None, None, source_text(n)])
     return Table("litm_positions", "Accuracy per gold position",
-                 ["model", "task", "setting", "k", "variant", "position", "depth", "acc", "acc_stderr",
+                 ["model", "task", "setting", "k", "variant", "position", "depth", "documents", "acc", "acc_stderr",
                   "prompts_skipped", "prompts_truncated", "source"], rows,
-                 "position: 1-based (acc_pos_<position>); depth: (position - 1) / (k - 1). acc is empty where every "
-                 "prompt at that position was skipped. Rows marked (published): the paper's appendix tables.")
+                 "position: 1-based (acc_pos_<position>); depth: (position - 1) / (k - 1); documents: those the run "
+                 "took at that position (skipped prompts included; empty where the results do not say). acc is "
+                 "empty where every prompt at that position was skipped. Rows marked (published): the paper's "
+                 "appendix tables.")
