@@ -124,3 +124,23 @@ def test_a_chat_template_the_harness_could_not_record_is_exported_as_applied(tmp
     record = json.loads(path.read_text())
     assert record["model"]["label"] == f"{MODEL} (chat template)"
     assert (record["runs"][0]["apply_chat_template"], record["runs"][0]["chat_template_sha"]) == (True, None)
+
+
+def test_a_rerun_with_other_settings_does_not_verify_a_record(tmp_path):
+    """The chat-template run's numbers agree with the plain record's within two standard errors (0.45 vs 0.35,
+    0.15 vs 0.05 on 20 questions), but it is another measurement: verify refuses it, naming the setting."""
+    import pytest
+
+    from lm_eval_ext.export.write import export_leaderboard
+    from lm_eval_ext.leaderboard.records import LeaderboardError
+    from lm_eval_ext.leaderboard.verify import verify_record
+
+    (path, _) = export_leaderboard([str(PLAIN)], tmp_path / "lb", allow_partial=True)
+    before = path.read_text()
+    with pytest.raises(LeaderboardError) as caught:
+        verify_record(str(path), str(CHAT))
+    (chat_file,) = CHAT.rglob("results_*.json")
+    assert f"(1 disagreement(s): run 0: chat template None in the record, '{TEMPLATE_SHA}' in the rerun ({chat_file}))" \
+        in str(caught.value)
+    assert path.read_text() == before
+    assert verify_record(str(path), str(PLAIN)).metrics > 0  # the same settings verify

@@ -50,7 +50,7 @@ class ResultsError(UserError):
     """A results path that cannot be read as the harness's output."""
 
 
-def _gen_kwargs(value) -> dict[str, str]:
+def gen_kwargs_text(value) -> dict[str, str]:
     """``--gen_kwargs`` as the harness recorded it (a dict, or the ``k=v,...`` text of older versions), values as
     text so that both forms of one setting compare equal."""
     if isinstance(value, str):
@@ -190,7 +190,7 @@ class Run:
                 str(instruction).encode("utf-8")).hexdigest()
         if shots:
             found["num_fewshot"] = dict(sorted(shots.items()))
-        gen_kwargs = _gen_kwargs(self.config.get("gen_kwargs"))
+        gen_kwargs = gen_kwargs_text(self.config.get("gen_kwargs"))
         if gen_kwargs:
             found["gen_kwargs"] = gen_kwargs
         return found
