@@ -1,7 +1,8 @@
 """`lm-eval-ext leaderboard build`: the static site, opened from disk (file://) in a real browser (Debian's headless
 Chromium through playwright, helpers/browser.py): no console error on any page, sorting by clicking a header,
-published models and partial/unvalidated records marked, records at another task version shown apart, each
-model linking to its record. The overview's screenshot is docs/images/leaderboard_screenshot.png.
+published models and partial/truncated/unvalidated records marked, records not comparable with the papers and
+records at another task version shown apart, each model linking to its record. The overview's screenshot is
+docs/images/leaderboard_screenshot.png.
 
 Records: exports of the hand-written results of tests/fixtures/results and of a real scripted LIEDER run, with
 a fixed export time so that the screenshot is the same from one run to the next.
@@ -81,22 +82,29 @@ def test_overview_in_a_browser(site, tmp_path):
     problems: list[str] = []
     with browser_page(tmp_path / "profile", problems, height=1000) as page:
         page.goto(site.index.resolve().as_uri(), wait_until="load")
-        headers = page.eval_on_selector_all("table.sortable thead th", "hs => hs.map(h => h.textContent)")
+        headers = page.eval_on_selector_all("#overview thead th", "hs => hs.map(h => h.textContent)")
         # records at two versions of lieder_base: two columns, never averaged
         assert headers == ["model", "from", "LIEDER: lieder_base/acc (v1.0)", "LIEDER: lieder_base/acc (v2.0)",
                            "Lost in the Middle: litm_qa_20docs/acc", "MAGNIFICo: rel_perf",
                            "ELITR-Bench: elitr_bench_qa_dev_st/score"]
-        models = _column(page, "table.sortable", 0)
-        assert models[:6] == ["scripted-lieder-v2", "scripted-lieder", "tiny-chat", "tiny-lieder-limit", "tiny-litm",
-                              "tiny-sql"]
+        models = _column(page, "#overview", 0)
+        assert models[:5] == ["scripted-lieder-v2", "scripted-lieder", "tiny-lieder-limit", "tiny-litm", "tiny-sql"]
+        # tiny-chat's prompts were truncated: not the papers' prompts, so not beside the papers' models
+        assert _column(page, "#not-comparable", 0) == ["tiny-chat"]
         published = page.eval_on_selector_all("tr.published", "rows => rows.map(r => r.getAttribute('data-model'))")
-        assert len(published) == len(models) - 6 and "gpt2" in published and "GPT-4" in published
+        assert len(published) == len(models) - 5 and "gpt2" in published and "GPT-4" in published
         assert page.eval_on_selector('tr[data-model="gpt2"] .badge', "b => b.textContent") == "published"
         badges = {m: page.eval_on_selector_all(f'tr[data-model="{m}"] .badge', "bs => bs.map(b => b.textContent)")
-                  for m in models[:6]}
+                  for m in [*models[:5], "tiny-chat"]}
         assert badges == {"scripted-lieder": ["verified"], "scripted-lieder-v2": ["community", "unvalidated"],
-                          "tiny-chat": ["community", "partial"], "tiny-lieder-limit": ["community", "partial"],
-                          "tiny-litm": ["community", "partial"], "tiny-sql": ["community", "partial"]}
+                          "tiny-chat": ["community", "partial", "truncated", "not comparable"],
+                          "tiny-lieder-limit": ["community", "partial"], "tiny-litm": ["community", "partial"],
+                          "tiny-sql": ["community", "partial"]}
+        assert page.get_attribute('tr[data-model="tiny-chat"] .badge.truncated', "title") == (
+            "elitr_bench_qa_dev_st: 2 prompt(s) truncated to fit the model (scored, but not the published prompt)")
+        assert page.get_attribute('tr[data-model="tiny-chat"] .badge.not_comparable', "title") == (
+            "not comparable with the papers' numbers: elitr_bench_qa_dev_st: 2 prompt(s) truncated to fit the model "
+            "(scored, but not the published prompt)")
         assert "lieder_base is at version 2.0" in page.get_attribute('tr[data-model="scripted-lieder-v2"] .badge.unvalidated',
                                                                      "title")
         assert page.get_attribute('tr[data-model="scripted-lieder"] .badge', "title").startswith(
@@ -104,17 +112,17 @@ def test_overview_in_a_browser(site, tmp_path):
 
         # sorting by clicking: highest first, then lowest first; rows without a value stay last
         column = headers.index("LIEDER: lieder_base/acc (v1.0)")
-        values = [float(v) for v in _column(page, "table.sortable", column) if v]
-        page.click(f"table.sortable thead th:nth-child({column + 1}) button")
-        after = _column(page, "table.sortable", column)
+        values = [float(v) for v in _column(page, "#overview", column) if v]
+        page.click(f"#overview thead th:nth-child({column + 1}) button")
+        after = _column(page, "#overview", column)
         assert [float(v) for v in after[:len(values)]] == sorted(values, reverse=True) and not any(after[len(values):])
-        assert page.get_attribute(f"table.sortable thead th:nth-child({column + 1})", "aria-sort") == "descending"
-        assert _column(page, "table.sortable", 0)[0] == "human participants"  # humans beat every model on acc
-        page.click(f"table.sortable thead th:nth-child({column + 1}) button")
-        after = _column(page, "table.sortable", column)
+        assert page.get_attribute(f"#overview thead th:nth-child({column + 1})", "aria-sort") == "descending"
+        assert _column(page, "#overview", 0)[0] == "human participants"  # humans beat every model on acc
+        page.click(f"#overview thead th:nth-child({column + 1}) button")
+        after = _column(page, "#overview", column)
         assert [float(v) for v in after[:len(values)]] == sorted(values) and not any(after[len(values):])
-        page.click("table.sortable thead th:nth-child(1) button")  # text columns sort too
-        names = _column(page, "table.sortable", 0)
+        page.click("#overview thead th:nth-child(1) button")  # text columns sort too
+        names = _column(page, "#overview", 0)
         assert names == sorted(names, reverse=True)
         page.reload(wait_until="load")  # the records first, then the papers' models
         page.screenshot(path=str(SCREENSHOT), full_page=True)
@@ -140,10 +148,10 @@ def test_magnifico_column_shows_rel_perf_of_every_model_that_has_it(site, tmp_pa
     problems: list[str] = []
     with browser_page(tmp_path / "profile", problems) as page:
         page.goto(site.index.resolve().as_uri(), wait_until="load")
-        headers = page.eval_on_selector_all("table.sortable thead th", "hs => hs.map(h => h.textContent)")
+        headers = page.eval_on_selector_all("#overview thead th", "hs => hs.map(h => h.textContent)")
         column = headers.index("MAGNIFICo: rel_perf")
         shown = page.eval_on_selector(
-            "table.sortable", f"""t => Array.from(t.tBodies[0].rows).filter(r => r.cells[{column}].dataset.value)
+            "#overview", f"""t => Array.from(t.tBodies[0].rows).filter(r => r.cells[{column}].dataset.value)
                 .map(r => [r.dataset.model, r.cells[1].dataset.value, Number(r.cells[{column}].dataset.value),
                            r.cells[{column}].querySelector('.task').textContent])""")
     assert problems == []
@@ -159,14 +167,14 @@ def test_every_column_sorts_by_a_click_anywhere_in_its_header_and_by_keyboard(si
     problems: list[str] = []
     with browser_page(tmp_path / "profile", problems) as page:
         page.goto(site.index.resolve().as_uri(), wait_until="load")
-        count = page.eval_on_selector_all("table.sortable thead th", "hs => hs.length")
+        count = page.eval_on_selector_all("#overview thead th", "hs => hs.length")
         for index in range(count):
-            header = f"table.sortable thead th:nth-child({index + 1})"
+            header = f"#overview thead th:nth-child({index + 1})"
             box = page.locator(header).bounding_box()
             # the cell's bottom-right corner, away from its text (the ELITR-Bench header wraps: every cell is tall)
             page.mouse.click(box["x"] + box["width"] - 3, box["y"] + box["height"] - 3)
             assert page.get_attribute(header, "aria-sort") == "descending", index
-            values = [v for v in _column(page, "table.sortable", index) if v]
+            values = [v for v in _column(page, "#overview", index) if v]
             numbers = [float(v) for v in values] if index >= 2 else [v.lower() for v in values]
             assert numbers == sorted(numbers, reverse=True), index
 
@@ -178,15 +186,15 @@ def test_every_column_sorts_by_a_click_anywhere_in_its_header_and_by_keyboard(si
                 break
         assert page.evaluate("() => document.activeElement.closest('th').textContent") == "model"
         page.keyboard.press("Enter")
-        assert page.get_attribute("table.sortable thead th:nth-child(1)", "aria-sort") == "descending"
+        assert page.get_attribute("#overview thead th:nth-child(1)", "aria-sort") == "descending"
         page.keyboard.press("Space")
-        assert page.get_attribute("table.sortable thead th:nth-child(1)", "aria-sort") == "ascending"
-        names = _column(page, "table.sortable", 0)
+        assert page.get_attribute("#overview thead th:nth-child(1)", "aria-sort") == "ascending"
+        names = _column(page, "#overview", 0)
         assert names == sorted(names)
         page.keyboard.press("Tab")
         page.keyboard.press("Enter")
-        assert page.get_attribute("table.sortable thead th:nth-child(2)", "aria-sort") == "descending"
-        assert page.get_attribute("table.sortable thead th:nth-child(1)", "aria-sort") is None
+        assert page.get_attribute("#overview thead th:nth-child(2)", "aria-sort") == "descending"
+        assert page.get_attribute("#overview thead th:nth-child(1)", "aria-sort") is None
     assert problems == []
 
 

@@ -67,3 +67,34 @@ def test_one_run_per_task_lists_no_repeated_runs(tmp_path):
     shutil.copytree(LIEDER.parent, tmp_path / "runs")
     build_report([str(tmp_path / "runs")], tmp_path / "report", published=False)
     assert not (tmp_path / "report/tables/task_runs.csv").exists()
+
+
+REAL = FIXTURES / "real"
+
+
+def test_a_limited_magnifico_run_counts_the_documents_it_scored(tmp_path):
+    """Real runs (tests/fixtures/real): magnifico_direct_plausible with --limit 10, whose task left out 42 items
+    when it was loaded (their database is missing), and the same as a --limit 6 run made later (derived from it).
+    Each counts the documents it scored (10 and 6, never the 42 exclusions subtracted: -32), and the 10-document
+    run is the one shown although the other is newer."""
+    from lm_eval_ext.report.build import build_report
+    from lm_eval_ext.results.load import load_models
+    from lm_eval_ext.results.status import documents_scored, run_status, shown_run
+
+    larger, smaller = REAL / "mag_limit10", REAL / "mag_limit6"
+    (model,) = load_models([str(smaller), str(larger)])
+    task = "magnifico_direct_plausible"
+    assert [(run.date_id, documents_scored(run, task)) for run in model.runs] == [
+        ("2026-11-28T21-52-32.164243", 10), ("2026-11-28T22-30-00.000001", 6)]
+    assert shown_run(model, task) is model.runs[0]
+    # the exclusions still make each run partial, as they should
+    assert [f.reason for f in run_status(model.runs[0]).flags] == [
+        "10 of 2078 documents scored (--limit 10)", "42 item(s) excluded: their Spider database is missing"]
+
+    build_report([str(larger), str(smaller)], tmp_path / "report", published=False)
+    (larger_file,), (smaller_file,) = larger.rglob("results_*.json"), smaller.rglob("results_*.json")
+    assert [(r["model"], r["task"], r["results_file"], r["documents_scored"], r["shown"])
+            for r in read_csv(tmp_path / "report/tables/task_runs.csv")] == [
+        ("SmolLM2-135M-Instruct", task, str(larger_file), "10", "True"),
+        ("SmolLM2-135M-Instruct", task, str(smaller_file), "6", "False"),
+    ]

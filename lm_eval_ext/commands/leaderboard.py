@@ -38,7 +38,9 @@ def add_leaderboard_parser(subparsers) -> None:
     validate = sub.add_parser(
         "validate", help="check records before submitting them",
         description="Check each record: the JSON Schema, task versions known to this lm-eval-ext, partial runs "
-                    "marked as such, and a validated judge for ELITR-Bench. Exit status 1 when a record fails.")
+                    "marked as such, and a validated judge for ELITR-Bench. Exit status 1 when a record fails. A "
+                    "record whose numbers are not comparable with the papers' (data the user gave, truncated "
+                    "prompts, a system prompt, --gen_kwargs) is listed with one line per reason.")
     validate.add_argument("records", nargs="+", metavar="RECORD", help="record JSON file, or a directory of them")
     validate.set_defaults(func=run_validate)
     verify = sub.add_parser(
@@ -67,6 +69,8 @@ def run_build(args) -> int:
     for entry in records:
         if entry.problems:
             print(f"unvalidated: {entry.path}: {'; '.join(entry.problems)}")
+        if entry.not_comparable:
+            print(f"not comparable with the papers, shown apart: {entry.path}: {'; '.join(entry.not_comparable)}")
     return 0
 
 
@@ -94,11 +98,13 @@ def run_verify(args) -> int:
 def run_validate(args) -> int:
     """Check every record; print one line per record (and its problems)."""
     from ..leaderboard.records import read_records
-    from ..leaderboard.validate import check_record
+    from ..leaderboard.validate import check_record, not_comparable
 
     failed = 0
     for path, record in read_records(args.records):
         problems = check_record(record)
+        # a record whose schema fails cannot be read further
+        apart = [] if any(p.startswith("schema: ") for p in problems) else not_comparable(record)
         if problems:
             failed += 1
             print(f"FAIL {path}")
@@ -106,6 +112,9 @@ def run_validate(args) -> int:
                 print(f"  - {problem}")
         else:
             status = record["status"]
-            mark = "; partial, marked" if status["partial"] else "; truncated, marked" if status["truncated"] else ""
-            print(f"ok   {path} ({record['provenance']['status']}{mark})")
+            marks = "".join(f"; {kind}, marked" for kind in ("partial", "truncated") if status[kind])
+            marks += "; not comparable with the papers" if apart else ""
+            print(f"ok   {path} ({record['provenance']['status']}{marks})")
+        for reason in apart:
+            print(f"  - not comparable with the papers: {reason}")
     return 1 if failed else 0

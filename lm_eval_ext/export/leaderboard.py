@@ -40,7 +40,7 @@ def _run_entry(run: Run, tasks: list[str]) -> dict:
         "seeds": {name: config.get(key) for name, key in
                   (("random", "random_seed"), ("numpy", "numpy_seed"), ("torch", "torch_seed"), ("fewshot", "fewshot_seed"))},
         "limit": config.get("limit"),
-        "apply_chat_template": bool(run.data.get("chat_template")),
+        "apply_chat_template": run.chat_template is not None,
         "chat_template_sha": run.data.get("chat_template_sha"),
         "system_instruction_sha": run.data.get("system_instruction_sha"),
         "fewshot_as_multiturn": run.data.get("fewshot_as_multiturn"),

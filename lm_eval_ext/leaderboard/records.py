@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ..errors import UserError
 from ..published import Published
-from .validate import check_record
+from .validate import check_record, not_comparable_by_task
 
 
 class LeaderboardError(UserError):
@@ -26,6 +26,8 @@ class Entry:
     record: dict | None = None  # None for a published model
     path: Path | None = None
     problems: list[str] = field(default_factory=list)  # why the record is unvalidated
+    not_comparable: list[str] = field(default_factory=list)  # why its numbers cannot stand beside the papers'
+    apart: frozenset[str] = frozenset()  # the tasks (and groups) those reasons concern
     sources: dict[str, str] = field(default_factory=dict)  # published: "<task>/<metric>" -> source text
     benchmark: str | None = None  # published: the benchmark whose paper it is from
     citation: str | None = None  # published: the paper
@@ -44,6 +46,15 @@ class Entry:
     def standing(self) -> str | None:
         """A record's ``community`` or ``verified`` (``provenance.status``); None for a published model."""
         return None if self.record is None else self.record["provenance"]["status"]
+
+    @property
+    def comparable(self) -> bool:
+        """A published model, or a record whose numbers stand beside the papers' (:func:`.validate.not_comparable`)."""
+        return not self.not_comparable
+
+    def comparable_on(self, task: str) -> bool:
+        """Whether the entry's numbers of ``task`` stand beside the papers' (no reason concerns it)."""
+        return task not in self.apart
 
     @property
     def status(self) -> str:
@@ -101,9 +112,19 @@ def record_entries(records: list[tuple[Path, dict]], taken: set[str]) -> list[En
                                    "with `lm-eval-ext leaderboard validate` and export it again with this version "
                                    "of lm-eval-ext.")
         values = {key: value for benchmark in record["benchmarks"].values() for key, value in benchmark["headline"].items()}
+        reasons = not_comparable_by_task(record)
         entries.append(Entry(_slug(record["model"]["label"], taken), record["model"]["label"], values,
-                             dict(record["versions"]["tasks"]), record, path, problems))
+                             dict(record["versions"]["tasks"]), record, path, problems,
+                             [reason for _, reason in reasons], _apart(record, reasons)))
     return entries
+
+
+def _apart(record: dict, reasons: list[tuple[tuple[str, ...], str]]) -> frozenset[str]:
+    """The tasks the reasons concern, and the groups of their benchmarks (a group aggregates its tasks)."""
+    tasks = {task for concerned, _ in reasons for task in concerned}
+    benchmarks = {record["tasks"][task]["benchmark"] for task in tasks if task in record["tasks"]}
+    return frozenset(tasks | {task for task, entry in record["tasks"].items()
+                              if entry["is_group"] and entry["benchmark"] in benchmarks})
 
 
 def published_entries(published: Published, versions: dict[str, str], taken: set[str]) -> list[Entry]:

@@ -12,8 +12,11 @@ Pages (all relative links, so the site opens from disk through file:// and from 
 - ``published.html``: every published number with its source.
 
 Records that disagree on a task's version are shown in separate tables (and separate overview
-columns), never averaged; published models count as this plugin's task versions. Every record
-carries a *community* or *verified* badge; partial, truncated and unvalidated records one more.
+columns), never averaged; published models count as this plugin's task versions. Records whose
+numbers are not comparable with the papers' (:func:`.validate.not_comparable`: data the user gave,
+truncated prompts, a system prompt, ``--gen_kwargs``) are in a table of their own under each table
+of comparable ones, never beside the papers' models. Every record carries a *community* or
+*verified* badge; partial, truncated, not comparable and unvalidated records one more each.
 Tables sort by a click on a header or, from the keyboard, Enter or Space on it (``sort.js``).
 
 The pages are the templates under ``templates/html/leaderboard/``; this module gives them data
@@ -23,7 +26,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
 
@@ -84,10 +87,16 @@ class Site:
 
 @dataclass(frozen=True)
 class Badge:
-    """A badge after a model's name: ``kind`` (published, partial, truncated, unvalidated) and why."""
+    """A badge after a model's name: ``kind`` (published, community, verified, partial, truncated, not_comparable,
+    unvalidated) and why."""
 
     kind: str
     title: str
+
+    @property
+    def text(self) -> str:
+        """What the badge says: its kind in words."""
+        return self.kind.replace("_", " ")
 
 
 @dataclass(frozen=True)
@@ -115,11 +124,12 @@ class Row:
 
 @dataclass
 class Table:
-    """A sortable table under named columns."""
+    """A sortable table under named columns; ``id``: its element id (None: none)."""
 
     columns: list[str]
     rows: list[Row]
     caption: str = ""
+    id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -150,8 +160,10 @@ def _value(value, title: str | None = None, task: str | None = None) -> Cell:
     return Cell(_number(value), sort=repr(value), number=True, title=title, task=task)
 
 
-def _reasons(record: dict) -> str:
-    return "; ".join((f"{r['task']}: " if r["task"] else "") + r["reason"] for r in record["status"]["reasons"])
+def _reasons(record: dict, kind: str | None = None) -> str:
+    """The record's status reasons (of ``kind`` only, when given), as one text."""
+    return "; ".join((f"{r['task']}: " if r["task"] else "") + r["reason"] for r in record["status"]["reasons"]
+                     if kind is None or r["kind"] == kind)
 
 
 def _badges(entry: Entry) -> tuple[Badge, ...]:
@@ -159,8 +171,11 @@ def _badges(entry: Entry) -> tuple[Badge, ...]:
         return (Badge("published", "a model the paper evaluated; numbers from the paper or its released files (see "
                                    "Published results)"),)
     badges = [_standing_badge(entry.record["provenance"])]
-    if entry.status in ("partial", "truncated"):
-        badges.append(Badge(entry.status, _reasons(entry.record)))
+    badges += [Badge(kind, _reasons(entry.record, kind)) for kind in ("partial", "truncated")
+               if entry.record["status"][kind]]
+    if entry.not_comparable:
+        badges.append(Badge("not_comparable",
+                            "not comparable with the papers' numbers: " + "; ".join(entry.not_comparable)))
     if entry.problems:
         badges.append(Badge("unvalidated", "; ".join(entry.problems)))
     return tuple(badges)
@@ -204,8 +219,8 @@ def _common(title: str, depth: int = 0, subtitle: str = "") -> dict:
 # -- overview ------------------------------------------------------------------------------
 
 
-def overview_table(entries: list[Entry]) -> Table:
-    """index.html's table: every model, the overview metric of each benchmark (one column per task version)."""
+def overview_table(entries: list[Entry], table_id: str | None = None) -> Table:
+    """index.html's table of ``entries``: the overview metric of each benchmark (one column per task version)."""
     columns, shown = ["model", "from"], []
     for benchmark in BENCHMARKS:
         headline = OVERVIEW[benchmark.key]
@@ -231,7 +246,7 @@ def overview_table(entries: list[Entry]) -> Table:
                + "; ".join(f"{b.title}: {_headline_text(OVERVIEW[b.key])}" for b in BENCHMARKS) + ".")
     if len(columns) - 2 > len(BENCHMARKS):
         caption += " A task at two versions has two columns: results of different versions are never compared or averaged."
-    return Table(columns, rows, caption)
+    return Table(columns, rows, caption, table_id)
 
 
 def _headline_text(headline: Headline) -> str:
@@ -266,10 +281,16 @@ def benchmark_data(benchmark: Benchmark, entries: list[Entry]) -> dict:
             metrics = benchmark.headline(task, names)
             if not metrics:
                 continue
-            rows = [_row(e, [_value(e.values.get(f"{task}/{m}"), e.sources.get(f"{task}/{m}")) for m in metrics])
-                    for e in rows_of if any(f"{task}/{m}" in e.values for m in metrics)]
-            tasks.append({"anchor": f"{task}-{version}", "heading": task + (f" (version {version})" if version is not None else ""),
-                          "versions_apart": len(versions) > 1, "table": Table(["model", *metrics], rows)})
+            shown = [e for e in rows_of if any(f"{task}/{m}" in e.values for m in metrics)]
+            rows = {comparable: [_row(e, [_value(e.values.get(f"{task}/{m}"), e.sources.get(f"{task}/{m}"))
+                                          for m in metrics])
+                                 for e in shown if e.comparable_on(task) is comparable] for comparable in (True, False)}
+            anchor = f"{task}-{version}"
+            tasks.append({"anchor": anchor, "heading": task + (f" (version {version})" if version is not None else ""),
+                          "versions_apart": len(versions) > 1,
+                          "table": Table(["model", *metrics], rows[True]) if rows[True] else None,
+                          "apart": Table(["model", *metrics], rows[False], NOT_COMPARABLE_CAPTION,
+                                         id=f"{anchor}-not-comparable") if rows[False] else None})
     headline = OVERVIEW[benchmark.key]
     return {"headline": headline.key, "fallback": _fallback(headline) if headline.any_task else "", "tasks": tasks,
             "derived": _lieder_derived(mine) if benchmark.key == "lieder" else None,
@@ -323,6 +344,12 @@ def _json(value) -> str:
     return json.dumps(value, sort_keys=True, default=str)
 
 
+# under every table of records not comparable with the papers
+NOT_COMPARABLE_CAPTION = ("Not comparable with the papers: these records were measured on data the user gave, with "
+                          "truncated prompts, a system prompt or other generation settings (hover their badge for "
+                          "why), so they are not ranked beside the papers' models.")
+
+
 def _documents(counts) -> str:
     return "" if not counts else f"{counts['effective']} / {counts['original']}"
 
@@ -337,6 +364,7 @@ def record_data(entry: Entry) -> dict:
               for task, judge in sorted((record["judge"] or {}).items())]
     return {
         "badges": _badges(entry), "json_href": f"{entry.slug}.json", "problems": "; ".join(entry.problems),
+        "not_comparable": entry.not_comparable,
         **provenance_data(record),
         "status": ("Partial" if status["partial"] else "Truncated") + ": " + _reasons(record) if status["reasons"] else "",
         "model": [Fact("label", model["label"]), Fact("type", model["source"]), Fact("name", model["name"]),
@@ -350,7 +378,8 @@ def record_data(entry: Entry) -> dict:
         "runs": [{"date": run["date"], "facts": [
             Fact("tasks", " ".join(run["tasks"])), Fact("seeds", _json(run["seeds"]), code=True),
             Fact("--limit", run["limit"]), Fact("generation", _json(run["gen_kwargs"]), code=True),
-            Fact("chat template", run["apply_chat_template"]), Fact("harness", run["lm_eval_version"]),
+            Fact("chat template", run["apply_chat_template"]),
+            Fact("system prompt sha256", run["system_instruction_sha"]), Fact("harness", run["lm_eval_version"]),
             Fact("results file sha256", run["results_sha256"])]} for run in record["runs"]],
         "judges": judges,
         "validations": [[Fact("judge", _json(v["judge"]), code=True), Fact("file", v["source"]),
@@ -413,8 +442,11 @@ def write_site(entries: list[Entry], out: str | Path, title: str, notes: list[st
         write_bytes(out / "assets" / name, resources.files(__package__).joinpath("assets", name).read_bytes())
     records = [e for e in entries if not e.published]
     subtitle = f"{len(records)} record(s), {sum(e.published for e in entries)} published model(s)."
-    pages = [write_text(out / "index.html", render("leaderboard/overview.html.j2", **_common(title, subtitle=subtitle),
-                                                   notes=notes, overview=overview_table(entries)))]
+    apart = [e for e in records if not e.comparable]
+    pages = [write_text(out / "index.html", render(
+        "leaderboard/overview.html.j2", **_common(title, subtitle=subtitle), notes=notes,
+        overview=overview_table([e for e in entries if e.comparable], "overview"),
+        apart=replace(overview_table(apart, "not-comparable"), caption=NOT_COMPARABLE_CAPTION) if apart else None))]
     for benchmark in BENCHMARKS:
         pages.append(write_text(out / f"{benchmark.key}.html", render(
             "leaderboard/benchmark.html.j2", **_common(f"{title}: {benchmark.title}"), **benchmark_data(benchmark, entries))))

@@ -18,6 +18,10 @@ A record passes when:
    ``provenance.content_sha256``), every run's ``results_sha256`` is the one ``provenance.files``
    lists, and a record that claims ``verified`` carries what it was verified against
    (``provenance.verification``, which only ``lm-eval-ext leaderboard verify`` writes).
+
+A record that passes may still not be comparable with the papers (:func:`not_comparable`: data the
+user gave, truncated prompts, a system prompt, ``--gen_kwargs``): ``validate`` lists why, and the site
+shows it apart from the papers' models, badged *not comparable*.
 """
 from __future__ import annotations
 
@@ -28,7 +32,7 @@ from ..export.judge_validation import validates
 from ..export.provenance import VERIFIED, content_sha256
 from ..export.schema import SCHEMA_VERSION, schema_problems
 from ..judge.records import JudgeRecord
-from ..results.status import status_of
+from ..results.status import TRUNCATED, Flag, status_of
 
 
 @lru_cache(maxsize=1)
@@ -57,13 +61,20 @@ def _version_problems(record: dict) -> list[str]:
     return problems
 
 
-def _status_problems(record: dict) -> list[str]:
+def _flags(record: dict) -> list[tuple[Flag, int]]:
+    """The partial and truncated flags of the record's own tasks (with the index of their run), by the export's
+    rules (:func:`lm_eval_ext.results.status.status_of`)."""
     tasks = {name: (entry["n_samples"], {metric: value["value"] for metric, value in entry["metrics"].items()})
              for name, entry in record["tasks"].items() if not entry["is_group"]}
     flags = []
     for index, run in enumerate(record["runs"]):
         mine = {task: tasks[task] for task in run["tasks"] if task in tasks}
-        flags += [(flag.kind, flag.task, index) for flag in status_of(run.get("limit"), mine).flags]
+        flags += [(flag, index) for flag in status_of(run.get("limit"), mine).flags]
+    return flags
+
+
+def _status_problems(record: dict) -> list[str]:
+    flags = [(flag.kind, flag.task, index) for flag, index in _flags(record)]
     status = record["status"]
     problems = []
     for kind in ("partial", "truncated"):
@@ -159,6 +170,42 @@ def _provenance_problems(record: dict) -> list[str]:
             problems.append(f"run {index} ({run['results_file']}): its results_sha256 is not the sha256 "
                             "provenance.files lists for its results file: export the record again")
     return problems
+
+
+# output types whose requests are scored without generating: --gen_kwargs does not reach them
+_SCORED_ONLY = frozenset({"loglikelihood", "loglikelihood_rolling", "multiple_choice"})
+
+
+def not_comparable_by_task(record: dict) -> list[tuple[tuple[str, ...], str]]:
+    """Why the record's numbers cannot stand beside the papers', each reason with the tasks it concerns (empty:
+    they can): a task read a data file the user gave instead of the benchmark's (``data.files[].user_file``),
+    prompts were truncated to fit the model, a run added a system prompt (``--system_instruction``), or a run's
+    ``--gen_kwargs`` replaced the generation settings of a task that generates. Each is another measurement than
+    the papers' (other data, other prompts, other decoding). Partial records are not among them: the benchmark's
+    own items, prompts and decoding, fewer items (their status says which). Reads a record that passed the schema."""
+    reasons = [((entry["task"],), f"{entry['task']}: read a data file the user gave ({entry['path']}), not the "
+                                  "benchmark's published data")
+               for entry in record["data"]["files"] if entry["user_file"]]
+    reasons += [((flag.task,) if flag.task else tuple(record["runs"][index]["tasks"]), flag.text())
+                for flag, index in _flags(record) if flag.kind == TRUNCATED]
+    for index, run in enumerate(record["runs"]):
+        if run["system_instruction_sha"]:
+            reasons.append((tuple(run["tasks"]), f"run {index}: a system prompt was added (--system_instruction, "
+                                                 f"sha256 {run['system_instruction_sha'][:12]}...): not the papers' "
+                                                 "prompts"))
+        generating = tuple(task for task in run["tasks"]
+                           if record["tasks"].get(task, {}).get("output_type") not in _SCORED_ONLY
+                           and not record["tasks"].get(task, {}).get("is_group"))
+        if run["gen_kwargs"] and generating:
+            given = ",".join(f"{key}={value}" for key, value in sorted(run["gen_kwargs"].items()))
+            reasons.append((generating, f"run {index}: --gen_kwargs {given} replaced the generation settings of "
+                                        f"{', '.join(generating)}: not the papers' decoding"))
+    return reasons
+
+
+def not_comparable(record: dict) -> list[str]:
+    """Why the record's numbers cannot stand beside the papers' (:func:`not_comparable_by_task`), one line each."""
+    return [reason for _, reason in not_comparable_by_task(record)]
 
 
 def check_record(record) -> list[str]:

@@ -7,7 +7,9 @@ task. They agree when the difference is within ``sigmas`` (default 2) combined s
 (``N/A``: counts, p-values, metrics without one, or a run with ``--bootstrap_iters 0``) counts as
 none; when neither side has one the values must be equal (up to float rounding, relative 1e-9).
 A task of another version, another number of documents scored, a task or metric missing from
-the rerun, and another model commit (when both sides name one) are disagreements too.
+the rerun, another model commit (when both sides name one), and other settings that change the
+numbers (chat template, system prompt, ``--gen_kwargs``: a run with them is another measurement)
+are disagreements too.
 
 If everything agrees the record is rewritten (atomically) with ``provenance.status`` ``verified``
 and ``provenance.verification`` (when, by which plugin and harness versions, the tolerance, the
@@ -27,7 +29,7 @@ from ..atomic_write import write_text
 from ..data import sha256_of
 from ..export.leaderboard import chosen_tasks
 from ..export.provenance import VERIFIED, model_revision, seal
-from ..results.load import Model, load_models
+from ..results.load import TEMPLATE_APPLIED, Model, Run, gen_kwargs_text, load_models
 from .records import LeaderboardError, read_records
 from .validate import check_record
 
@@ -61,10 +63,30 @@ def _agree(ours: float, theirs: float, errors: list[float], sigmas: float) -> tu
     return equal or abs(ours - theirs) <= allowed, allowed
 
 
+def _settings(entry: dict, run: Run) -> list[tuple[str, object, object]]:
+    """(name, the record's, the rerun's) of each setting that changes the numbers (results.load.Run.settings), for
+    a run of the record (``runs[]`` entry) and the rerun's run of the same tasks."""
+    template = entry["chat_template_sha"] or (TEMPLATE_APPLIED if entry["apply_chat_template"] else None)
+    return [("chat template", template, run.chat_template),
+            ("system prompt sha256", entry["system_instruction_sha"], run.settings.get("system_instruction")),
+            ("--gen_kwargs", gen_kwargs_text(entry["gen_kwargs"]), gen_kwargs_text(run.config.get("gen_kwargs")))]
+
+
+def _settings_disagreements(record: dict, runs: dict[str, Run]) -> list[str]:
+    """The settings in which the rerun's runs differ from the record's runs of the same tasks."""
+    found = []
+    for index, entry in enumerate(record["runs"]):
+        theirs = {run.path: run for task in entry["tasks"] if (run := runs.get(task)) is not None}
+        for run in theirs.values():
+            found += [f"run {index}: {name} {ours!r} in the record, {other!r} in the rerun ({run.path})"
+                      for name, ours, other in _settings(entry, run) if ours != other]
+    return list(dict.fromkeys(found))
+
+
 def disagreements(record: dict, rerun: Model, sigmas: float = SIGMAS) -> tuple[list[str], int]:
     """Every way the rerun disagrees with the record (empty: it agrees), and how many metrics were compared."""
     runs = chosen_tasks(rerun)
-    found, compared = [], 0
+    found, compared = _settings_disagreements(record, runs), 0
     for task, entry in sorted(record["tasks"].items()):
         run = runs.get(task)
         if run is None:

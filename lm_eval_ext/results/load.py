@@ -3,11 +3,14 @@
 The harness (``--output_path DIR``) writes ``DIR/<model>/results_<date>.json`` and, with
 ``--log_samples``, ``samples_<task>_<date>.jsonl`` beside it with the same ``<date>``.
 A *run* is one results file (and its sample files); a *model* is every run of one
-model, so that a benchmark run in several invocations (or with several seeds, context
-lengths or batch sizes) is reported together.
+model with the same settings (:attr:`Run.settings`: chat template, system prompt, few-shot,
+``--gen_kwargs``), so that a benchmark run in several invocations (or with several seeds, context
+lengths or batch sizes) is reported together, and runs whose settings change the numbers are
+different models, labelled with those settings (:func:`settings_text`).
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import re
@@ -38,10 +41,45 @@ EXECUTION_ARGS = frozenset({
 })
 # run config entries that say how a model was run, listed beside the execution model_args
 _EXECUTION_CONFIG = ("batch_size", "device")
+# Run.settings' value of a chat template applied without its text recorded: a model whose provider applies it
+# (a chat-completions API: the harness records an empty template)
+TEMPLATE_APPLIED = "applied"
 
 
 class ResultsError(UserError):
     """A results path that cannot be read as the harness's output."""
+
+
+def gen_kwargs_text(value) -> dict[str, str]:
+    """``--gen_kwargs`` as the harness recorded it (a dict, or the ``k=v,...`` text of older versions), values as
+    text so that both forms of one setting compare equal."""
+    if isinstance(value, str):
+        value = dict(item.split("=", 1) for item in value.split(",") if "=" in item)
+    if not isinstance(value, dict):
+        return {}
+    return {str(key).strip(): str(item).strip() for key, item in sorted(value.items())}
+
+
+def settings_text(settings: dict, template_id: bool = False) -> str:
+    """What :attr:`Run.settings` says, for a model's label: e.g. ``chat template, gen_kwargs temperature=0.7``
+    (empty for a plain run). ``template_id``: name the chat template by the start of its sha256 (when a model has
+    runs with two templates)."""
+    parts = []
+    template = settings.get("chat_template")
+    if template is not None:
+        parts.append("chat template" + (f" {template[:8]}" if template_id and template != TEMPLATE_APPLIED else ""))
+        if settings.get("fewshot_as_multiturn") is False:
+            parts.append("few-shot in one message")
+    if settings.get("system_instruction"):
+        parts.append(f"system prompt {settings['system_instruction'][:8]}")
+    by_shots: dict[int, list[str]] = {}
+    for task, shots in (settings.get("num_fewshot") or {}).items():
+        by_shots.setdefault(shots, []).append(task)
+    for shots, tasks in sorted(by_shots.items()):
+        parts.append(f"{tasks[0]} {shots}-shot" if len(tasks) == 1 else f"{shots}-shot ({len(tasks)} tasks)")
+    if settings.get("gen_kwargs"):
+        parts.append("gen_kwargs " + ",".join(f"{key}={value}" for key, value in settings["gen_kwargs"].items()))
+    return ", ".join(parts)
 
 
 def _number(value) -> float | None:
@@ -118,6 +156,44 @@ class Run:
         (:data:`EXECUTION_ARGS`: the multi-turn wrapper, the seed, context length, batch size, devices)."""
         args = {key: value for key, value in self.model_args.items() if key not in EXECUTION_ARGS}
         return json.dumps([self.model_source, args], sort_keys=True, default=str)
+
+    @property
+    def chat_template(self) -> str | None:
+        """The chat template the run applied (``--apply_chat_template``): the sha256 the harness recorded
+        (``chat_template_sha``), :data:`TEMPLATE_APPLIED` when it recorded none, None when no template was
+        applied (the harness records ``chat_template`` null then, and nothing at all in results it did not write
+        itself)."""
+        if self.data.get("chat_template") is None:
+            return None
+        return self.data.get("chat_template_sha") or TEMPLATE_APPLIED
+
+    @property
+    def settings(self) -> dict:
+        """The settings that change the run's numbers, beyond the model: those given, with their values.
+
+        ``chat_template`` (:attr:`chat_template`); ``fewshot_as_multiturn`` (with a chat template and few-shot
+        examples, where it changes the prompts); ``system_instruction`` (the sha256 of ``--system_instruction``);
+        ``num_fewshot`` (``{task: shots}`` of the tasks with examples, the harness's ``n-shot``); ``gen_kwargs``
+        (``--gen_kwargs``, values as text). Empty for a plain run. Runs with different settings are different
+        models (:func:`load_models`).
+        """
+        found: dict = {}
+        shots = {task: n for task, n in (self.data.get("n-shot") or {}).items()
+                 if isinstance(n, int) and not isinstance(n, bool) and n > 0}
+        if self.chat_template is not None:
+            found["chat_template"] = self.chat_template
+            if shots and self.data.get("fewshot_as_multiturn") is not None:
+                found["fewshot_as_multiturn"] = bool(self.data["fewshot_as_multiturn"])
+        instruction = self.data.get("system_instruction")
+        if instruction:
+            found["system_instruction"] = self.data.get("system_instruction_sha") or hashlib.sha256(
+                str(instruction).encode("utf-8")).hexdigest()
+        if shots:
+            found["num_fewshot"] = dict(sorted(shots.items()))
+        gen_kwargs = gen_kwargs_text(self.config.get("gen_kwargs"))
+        if gen_kwargs:
+            found["gen_kwargs"] = gen_kwargs
+        return found
 
     @property
     def execution(self) -> dict[str, str]:
@@ -248,10 +324,11 @@ class Run:
 
 @dataclass
 class Model:
-    """Every run of one model, in date order."""
+    """Every run of one model with the same settings (:attr:`Run.settings`), in date order."""
 
     label: str
     runs: list[Run]
+    settings: dict = field(default_factory=dict)  # the settings every run of it has (Run.settings)
 
     @cached_property
     def tasks(self) -> list[str]:
@@ -315,13 +392,15 @@ def _split_source(source: str) -> tuple[str | None, Path]:
 def load_models(sources: list[str]) -> list[Model]:
     """Read every results file named by ``sources`` (``[LABEL=]PATH`` each) and group the runs by model.
 
-    Runs given a LABEL are that model's, whatever they ran; other runs are grouped by
-    model type and arguments and labelled with the model's name (a number is appended
-    when two different models would share a label). Models keep the order in which
-    they were first found; a file named twice is read once.
+    Runs given a LABEL are that model's, whatever model they ran; other runs are grouped by
+    model type and arguments and labelled with the model's name. Either way runs with different
+    settings (:attr:`Run.settings`) are different models, and a model's label names its settings
+    (``SmolLM2-135M-Instruct (chat template)``); a number is appended when two models would still
+    share a label. Models keep the order in which they were first found; a file named twice is
+    read once.
     """
-    # ("label", LABEL) for labelled runs, ("key", model key) for the others, in order of first appearance
-    groups: dict[tuple[str, str], list[Run]] = {}
+    # (("label", LABEL) or ("key", model key), settings key) -> runs, in order of first appearance
+    groups: dict[tuple[tuple[str, str], str], list[Run]] = {}
     seen: set[Path] = set()
     for source in sources:
         label, path = _split_source(source)
@@ -336,17 +415,26 @@ def load_models(sources: list[str]) -> list[Model]:
                 continue
             seen.add(file.resolve())
             run = read_run(file)
-            groups.setdefault(("label", label) if label else ("key", run.model_key), []).append(run)
-    taken = {name for kind, name in groups if kind == "label"}
-    models = []
-    for (kind, name), runs in groups.items():
-        if kind == "key":
-            base = runs[0].default_label()
-            name, number = base, 2
-            while name in taken:
-                name, number = f"{base} ({number})", number + 1
-            taken.add(name)
-        models.append(Model(name, runs))
+            model = ("label", label) if label else ("key", run.model_key)
+            groups.setdefault((model, json.dumps(run.settings, sort_keys=True)), []).append(run)
+    # a model run with two chat templates: each label names its template
+    templates: dict[tuple[str, str], set] = {}
+    for (model, _), runs in groups.items():
+        templates.setdefault(model, set()).add(runs[0].settings.get("chat_template"))
+    names: dict = {}
+    taken: set[str] = set()
+    # labelled models first: a label the user gave keeps its name; a model found without one is numbered around it
+    for group in sorted(groups, key=lambda group: group[0][0] != "label"):
+        (kind, name), runs = group[0], groups[group]
+        base = name if kind == "label" else runs[0].default_label()
+        text = settings_text(runs[0].settings, template_id=len(templates[group[0]] - {None}) > 1)
+        label = stem = f"{base} ({text})" if text else base
+        number = 2
+        while label in taken:
+            label, number = f"{stem} ({number})", number + 1
+        taken.add(label)
+        names[group] = label
+    models = [Model(names[group], runs, runs[0].settings) for group, runs in groups.items()]
     for model in models:
         model.runs.sort(key=lambda run: (run.date_id or "", str(run.path)))
         for run in model.runs:

@@ -36,6 +36,9 @@ COUNTS = (
     ("judge_failures", PARTIAL, "answer(s) the judge could not score"),
     ("prompts_truncated", TRUNCATED, "prompt(s) truncated to fit the model (scored, but not the published prompt)"),
 )
+# the counts of COUNTS that are documents of the harness's count (n-samples) left unscored; MAGNIFICo's excluded
+# items are not: the task leaves them out when it is loaded, before the harness counts its documents
+UNSCORED_DOCUMENTS = ("prompts_skipped", "judge_failures")
 # the metric the harness puts in place of a task's metrics with --predict_only
 BYPASS = "bypass"
 
@@ -159,8 +162,9 @@ def documents_by_position(run: Run, task: str) -> dict[str, int] | None:
 
 def documents_scored(run: Run, task: str) -> int | None:
     """How many documents of ``task`` the run scored: the harness's effective count (a group: its subtasks'),
-    less the items the task counted as not scored (prompts skipped, items excluded, judge failures); None when
-    the results file does not say."""
+    less those of them the task could not score (:data:`UNSCORED_DOCUMENTS`: prompts skipped, judge failures);
+    None when the results file does not say. Items a task excluded when it was loaded are not among the harness's
+    documents, so they are not subtracted."""
     subtasks = (run.data.get("group_subtasks") or {}).get(task)
     if subtasks:
         counts = [documents_scored(run, subtask) for subtask in subtasks]
@@ -169,7 +173,7 @@ def documents_scored(run: Run, task: str) -> int | None:
     if not isinstance(effective, int):
         return None
     metrics = run.metrics(task)
-    return effective - int(sum(metrics.get(name) or 0 for name, kind, _ in COUNTS if kind == PARTIAL))
+    return effective - int(sum(metrics.get(name) or 0 for name in UNSCORED_DOCUMENTS))
 
 
 def most_complete(runs: list[Run], task: str) -> Run | None:

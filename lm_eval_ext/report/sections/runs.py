@@ -30,25 +30,29 @@ def build(models: list[Model]) -> Section:
                 model.label, str(run.path), run.date_id, run.model_source,
                 json.dumps(run.public_model_args, sort_keys=True, default=str),
                 json.dumps(run.config.get("gen_kwargs") or {}, sort_keys=True, default=str),
-                run.seed, run.data.get("lm_eval_version"), " ".join(run.tasks), " ".join(logged),
+                json.dumps(run.settings, sort_keys=True), run.seed, run.data.get("lm_eval_version"), " ".join(run.tasks), " ".join(logged),
                 status.label, status.summary() or None, _resumed(run),
             ])
     section = Section("runs", TITLE, "Every results file read for this report. Of a model's runs of one task, the most "
                                      "complete (most documents scored; the newest of equals) is the one shown, the "
-                                     "others are listed below. Runs that differ only in how the model was run (context length, batch "
-                                     "size, device, seed) are one model.")
+                                     "others are listed below. Runs that differ only in how the model was run (context "
+                                     "length, batch size, device, seed) are one model; runs with settings that change "
+                                     "the numbers (chat template, system prompt, few-shot, --gen_kwargs) are separate "
+                                     "models, each labelled with its settings.")
     differing = [f"{model.label}: " + "; ".join(f"{key} = {', '.join(values)}" for key, values in diff.items())
                  for model in models if (diff := model.differences())]
     if differing:
-        section.blocks.append(Note("Runs of one model made with different settings (one row per model in every "
-                                   "figure and table; the most complete run of each task is shown): " + " | ".join(differing)
+        section.blocks.append(Note("Runs of one model run in different ways (one row per model in every figure and "
+                                   "table; the most complete run of each task is shown): " + " | ".join(differing)
                                    + "."))
     section.blocks.append(Table(
         "runs", "Results files",
-        ["model", "results_file", "date", "model_source", "model_args", "gen_kwargs", "seed", "lm_eval_version",
-         "tasks", "tasks_with_samples", "status", "status_reasons", "resumed_from"],
+        ["model", "results_file", "date", "model_source", "model_args", "gen_kwargs", "settings", "seed",
+         "lm_eval_version", "tasks", "tasks_with_samples", "status", "status_reasons", "resumed_from"],
         rows,
-        "model_args with credentials redacted; tasks_with_samples: tasks run with --log_samples; status: complete, "
+        "model_args with credentials redacted; settings: those that change the numbers, as the results file records "
+        "them (chat_template: the template's sha256, or applied when the harness recorded none; system_instruction: "
+        "the sha256 of the system prompt; num_fewshot: tasks with examples; gen_kwargs); tasks_with_samples: tasks run with --log_samples; status: complete, "
         "partial (some items not scored) or truncated (some prompts cut to fit), with the reasons; resumed_from: "
         "for a run resumed with `lm-eval-ext resume`, the saved answers it scored again and how many judge verdicts "
         "came from the judge's cache.",
@@ -60,7 +64,8 @@ def build(models: list[Model]) -> Section:
             ["model", "task", "results_file", "date", "documents_scored", "shown"], repeated,
             "Every run of a task that a model ran more than once; shown: the run every figure and table of this report "
             "uses (the one that scored the most documents, the newest of equals). documents_scored: the documents the "
-            "harness scored, less prompts skipped, items excluded and judge failures (empty: the file does not say)."))
+            "harness counted (n-samples, effective), less prompts skipped and judge failures (empty: the file does not "
+            "say); items a task excluded when it was loaded (MAGNIFICo) are not among them."))
     if not any(model.tasks for model in models):
         section.blocks.append(Note("These results files hold no task results."))
     return section
