@@ -64,11 +64,10 @@ def vllm_missing() -> str | None:
     return None
 
 
-def vllm_args(model_dir: Path, **extra) -> dict:
+def vllm_args(model_dir: Path) -> dict:
     """The harness's vllm model arguments for SmolLM2: fp32 as hf runs it, no compilation (it only pays off on long
-    runs), every request of a batch at once."""
-    return {"pretrained": str(model_dir), "dtype": "float32", "max_model_len": MAX_MODEL_LEN, "enforce_eager": True,
-            "batch_size": "auto", **extra}
+    runs). Give the command ``--batch_size auto`` (every request of a call at once)."""
+    return {"pretrained": str(model_dir), "dtype": "float32", "max_model_len": MAX_MODEL_LEN, "enforce_eager": True}
 
 
 def length_metadata(model_dir: Path, max_length: int = MAX_MODEL_LEN) -> dict:

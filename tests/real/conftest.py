@@ -67,7 +67,7 @@ def vllm_lm(real_model_dir, vllm_ready):
     """The harness's ``vllm`` model on SmolLM2, one engine per test process (its engine process ends with it)."""
     from lm_eval.api.registry import get_model
 
-    return get_model("vllm")(**real.vllm_args(real_model_dir))
+    return get_model("vllm")(**real.vllm_args(real_model_dir), batch_size="auto")
 
 
 @pytest.fixture(scope="session")

@@ -77,7 +77,7 @@ def vllm_run(real_model_dir, vllm_server, data_dir, tmp_path_factory, judge_key)
     metadata = {**JUDGE_OPTIONS, "max_length": CONTEXT, "judge_base_url": vllm_server.base_url, "judge_model": real.SERVED_NAME,
                 "judge_cache": str(out / "judge.sqlite")}
     command("lm_eval", "run", "--model", "vllm", "--model_args", real.model_args(real.vllm_args(real_model_dir)),
-            "--tasks", f"{ST},{MT}", "--limit", str(LIMIT), "--gen_kwargs", GEN_KWARGS,
+            "--batch_size", "auto", "--tasks", f"{ST},{MT}", "--limit", str(LIMIT), "--gen_kwargs", GEN_KWARGS,
             "--metadata", json.dumps(metadata), "--output_path", str(out), "--log_samples")
     return out
 
