@@ -100,6 +100,8 @@ setup(
             "pytest-xdist>=3.6",  # the suite runs on every core (pyproject.toml's addopts)
             "playwright",
             "wandb",  # the harness's W&B logger, run offline by the tests
+            "build",  # the sdist and the wheel, built as the release workflow builds them (tests/test_packaging.py)
+            "twine",  # their check, as the release workflow checks them
         ],
     },
     cmdclass={"build_py": BuildPyWithStartupHook},

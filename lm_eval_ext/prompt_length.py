@@ -14,9 +14,17 @@ context length taken from the task metadata, which the harness fills with the ru
 - context length: ``max_length`` (the hf, vLLM and API adapters' own argument of that name,
   so the limit checked is the limit they apply), else ``max_model_len`` (vLLM), else, when
   ``pretrained`` names a model (hf, vLLM), the length the hf adapter derives from its config
-  (:func:`resolve_max_length`, default 2048);
+  (:func:`resolve_max_length`, default 2048), else, for an API model whose ``base_url`` names a
+  server, the ``max_model_len`` that server lists for ``model`` (vLLM's ``GET /v1/models``;
+  :mod:`lm_eval_ext.served_model`). An adapter that tokenizes the prompts itself
+  (``local-completions`` with a tokenizer and tokenized requests, the harness's default) cuts them
+  at its own ``max_length``, 2048 when none is given: the lower of the two is then the limit;
 - tokenizer: ``tokenizer``, else ``pretrained``, else ``model`` (a Hugging Face tokenizer, or
-  a tiktoken encoding for OpenAI model names).
+  a tiktoken encoding for OpenAI model names), when it loads here; else, for an API model with a
+  ``base_url``, the server's ``POST /tokenize`` (vLLM), which counts a prompt as its completions
+  endpoint does and a chat's messages through its own chat template. A ``tokenizer`` the user
+  named must load. The server counts one prompt a request, several requests at a time; the log
+  says so.
 
 A prompt fits when its tokens plus the request's ``max_gen_toks`` (256 when unset, the
 adapters' default) are at most the context length: the hf and vLLM adapters keep
@@ -26,10 +34,14 @@ judged to fit when an adapter that adds a BOS would cut it.
 
 Chat API models (``local-chat-completions``, ``openai-chat-completions``) get the messages, not a
 string; they are measured as the tokenizer's chat template renders them (with the generation
-prompt), or as their contents joined by newlines when it has none (tiktoken).
+prompt), or as their contents joined by newlines when it has none (tiktoken); the server's
+``/tokenize`` is sent the messages themselves.
 
-With no context length in the metadata (API models without ``max_length``, scripted models),
-prompts are not checked: :func:`resolve_budget` returns None and the task says so in the log.
+With no context length (scripted models; API models without ``max_length`` whose server lists
+no ``max_model_len`` or cannot be reached), or with only the server's length and no way to count
+tokens, prompts are not checked: :func:`resolve_budget` returns None and the task says so in the
+log, with :func:`not_checked_reason`. A context length the run named with no tokenizer that loads
+here or on the server is an error (:class:`LengthCheckError`).
 
 Speed: tokenizing every whole prompt of a long-context sweep is slow (8,820 Lost in the Middle
 prompts of ~13k characters), and its prompts are the same few thousand documents in different
@@ -39,7 +51,7 @@ estimate lies within a few tokens per join of the limit (:data:`JOIN_SLACK`, one
 is corrected by what each of its joins changes, counted on a few words either side of the join
 (:data:`JOIN_WINDOW`), and only one still within :data:`CORRECTED_SLACK` tokens of the limit is
 tokenized whole. Decisions are the same as tokenizing every prompt (tests/test_prompt_length.py checks it
-prompt by prompt); bench/litm_prompt_throughput.py measures the speed.
+prompt by prompt); bench/litm_prompt_throughput.py measures the speed. A server counts whole prompts only.
 
 Over-long prompts that a task may shorten (ELITR-Bench's transcripts) are cut with
 :func:`shorten_middle`: the fewest whole lines from the middle, so the instructions, the start
@@ -49,18 +61,25 @@ from __future__ import annotations
 
 import json
 import logging
+import urllib.parse
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from . import served_model
 from .errors import UserError, metadata_arg
 
 log = logging.getLogger(__name__)
 
 DEFAULT_MAX_GEN_TOKS = 256  # what the hf and API adapters generate when a request sets no max_gen_toks
 DEFAULT_MAX_LENGTH = 2048  # the hf adapter's fallback when a model config names no length
+API_DEFAULT_MAX_LENGTH = 2048  # the harness's API adapters' max_length when none is given (TemplateAPI)
 TOKENIZER_KEYS = ("tokenizer", "pretrained", "model")
-SETTING_KEYS = ("max_length", "max_model_len", *TOKENIZER_KEYS, "trust_remote_code")
+# an API model's server, and whether its adapter tokenizes the prompts itself (served_model)
+SERVER_KEYS = ("base_url", "tokenizer_backend", "tokenized_requests")
+SETTING_KEYS = ("max_length", "max_model_len", *TOKENIZER_KEYS, "trust_remote_code", *SERVER_KEYS)
+NO_LENGTH = "no context length in --model_args/--metadata"
+SERVER_TOKENIZER = "the server's /tokenize"
 COUNT_CHUNK_CHARS = 1_000_000  # text tokenized per batch (the Rust encodings of a batch are held at once)
 # Tokens by which joining two pieces may change the sum of their separate counts (a merge across the
 # join, a word-start marker): prompts estimated within this many tokens per join of the limit are
@@ -129,6 +148,7 @@ class LengthBudget:
     given, counts text without special tokens and ``special_tokens`` is what the tokenizer adds to
     a prompt (a BOS): together they allow the estimate from pieces. ``settings`` are the metadata
     that rebuild this budget (:func:`budget_from_settings`), e.g. in the multi-turn runner.
+    ``counted_by_server``: the tokens are counted by the API model's server (``tokenizer_name`` says which).
     """
 
     max_length: int
@@ -139,6 +159,7 @@ class LengthBudget:
     special_tokens: int = 0
     bos_text: str | None = None
     settings: tuple[tuple[str, object], ...] = field(default=())
+    counted_by_server: bool = False
 
     def verdicts(self, requests: Sequence[tuple[object, dict | None]],
                  pieces: Sequence[Sequence[str] | None] | None = None) -> list[Verdict]:
@@ -196,7 +217,8 @@ class LengthBudget:
 
     def describe(self) -> str:
         """One line for logs and reports."""
-        return f"context length {self.max_length} ({self.length_source}), tokens counted with {self.tokenizer_name}"
+        counted = "by" if self.counted_by_server else "with"
+        return f"context length {self.max_length} ({self.length_source}), tokens counted {counted} {self.tokenizer_name}"
 
 
 def shorten_middle(text: str, fits: Callable[[str], bool], what: str = "the prompt") -> tuple[str, int]:
@@ -251,14 +273,6 @@ def _positive_int(value, key: str) -> int:
         raise LengthCheckError(f"Prompt-length check: {key}={value!r} is not a positive number of tokens; "
                                f"give the model's context length as an integer (e.g. {key}=4096).")
     return int(number)
-
-
-def _tokenizer_name(metadata: dict) -> str | None:
-    for key in TOKENIZER_KEYS:
-        value = metadata.get(key)
-        if isinstance(value, str) and value:
-            return value
-    return None
 
 
 @lru_cache(maxsize=8)
@@ -324,29 +338,6 @@ def _chunks(texts: list[str], chars: int):
         yield texts[start:]
 
 
-def _counters(name: str, trust_remote_code: bool) -> _Counters:
-    tokenizer = _hf_tokenizer(name, trust_remote_code)
-    if tokenizer is not None:
-        return _hf_counters(tokenizer)
-    try:
-        import tiktoken
-
-        encoding = tiktoken.encoding_for_model(name)
-    except Exception:  # noqa: BLE001 -- unknown to tiktoken as well: a user error below
-        raise LengthCheckError(
-            f"Prompt-length check: cannot load a tokenizer for {name!r} (neither a Hugging Face tokenizer available "
-            "here nor an OpenAI model known to tiktoken), so prompt lengths cannot be checked against the context "
-            f"length. Give one with {metadata_arg(tokenizer='NAME')} (a local directory or a cached Hugging Face name), or "
-            "drop max_length to run without the check."
-        ) from None
-
-    def count(texts: list) -> list[int]:
-        return [len(tokens) for tokens in encoding.encode_batch(
-            [t if isinstance(t, str) else _chat_text(t) for t in texts], disallowed_special=())]
-
-    return _Counters(count, count)
-
-
 # A tokenizer's model_max_length when it sets none (transformers' marker, the harness's TOKENIZER_INFINITY).
 TOKENIZER_INFINITY = 1000000000000000019884624838656
 
@@ -377,36 +368,155 @@ def _window_from_config(pretrained: str, metadata: dict) -> int:
     return resolve_max_length(config, _hf_tokenizer(pretrained, trust), default=DEFAULT_MAX_LENGTH)
 
 
+
+def _local_counters(name: str, trust_remote_code: bool) -> _Counters | None:
+    """Counters of the Hugging Face tokenizer ``name``, else of the tiktoken encoding of the OpenAI model
+    ``name``; None when neither loads here."""
+    tokenizer = _hf_tokenizer(name, trust_remote_code)
+    if tokenizer is not None:
+        return _hf_counters(tokenizer)
+    try:
+        import tiktoken
+
+        encoding = tiktoken.encoding_for_model(name)
+    except Exception:  # noqa: BLE001 -- unknown to tiktoken as well
+        return None
+
+    def count(texts: list) -> list[int]:
+        return [len(tokens) for tokens in encoding.encode_batch(
+            [t if isinstance(t, str) else _chat_text(t) for t in texts], disallowed_special=())]
+
+    return _Counters(count, count)
+
+
+def _server_counters(counter: served_model.TokenCounter) -> Callable[[list], list[int]]:
+    """``counter``, with a server that stops answering in the middle of a run made a user error."""
+    def count_tokens(contexts: list) -> list[int]:
+        try:
+            return counter(list(contexts))
+        except served_model.ServerUnavailable as why:
+            raise LengthCheckError(
+                f"Prompt-length check: the server at {counter.urls.where} {why} while the prompts' tokens were "
+                f"being counted. Check that the server is up, or give a tokenizer that loads here with "
+                f"{metadata_arg(tokenizer='NAME')} (a local directory or a cached Hugging Face name).") from None
+    return count_tokens
+
+
 def resolve_budget(metadata: dict) -> LengthBudget | None:
-    """The length budget described by the task metadata, or None when no context length is known."""
-    return budget_from_settings(tuple((key, _hashable(metadata[key])) for key in SETTING_KEYS
-                                      if metadata.get(key) is not None))
+    """The length budget described by the task metadata, or None when no context length is known
+    (:func:`not_checked_reason` says why)."""
+    found = _resolved(_settings(metadata))
+    return found if isinstance(found, LengthBudget) else None
+
+
+def not_checked_reason(metadata: dict) -> str:
+    """Why :func:`resolve_budget` gives no budget for ``metadata`` (a clause for the log and the results'
+    metadata); empty when it gives one."""
+    found = _resolved(_settings(metadata))
+    return "" if isinstance(found, LengthBudget) else found
+
+
+def budget_from_settings(settings: tuple[tuple[str, object], ...]) -> LengthBudget | None:
+    """The budget of :func:`resolve_budget` from the metadata entries that decide it (``LengthBudget.settings``)."""
+    found = _resolved(settings)
+    return found if isinstance(found, LengthBudget) else None
+
+
+def _settings(metadata: dict) -> tuple[tuple[str, object], ...]:
+    settings = {key: _hashable(metadata[key]) for key in SETTING_KEYS if metadata.get(key) is not None}
+    if "tokenizer_backend" in metadata and metadata["tokenizer_backend"] is None:
+        settings["tokenizer_backend"] = "none"  # the adapters read None as no tokenizer (and untokenized requests)
+    return tuple(settings.items())
 
 
 def _hashable(value):
     return value if isinstance(value, (str, int, float, bool)) else str(value)
 
 
+def _served(metadata: dict) -> tuple[str, str] | None:
+    """(base_url, model) of an API model's server, when the model arguments name both."""
+    base_url, model = metadata.get("base_url"), metadata.get("model")
+    if isinstance(base_url, str) and base_url and isinstance(model, str) and model:
+        return base_url, model
+    return None
+
+
+def _adapter_tokenizes(base_url: str, metadata: dict) -> bool:
+    """True when the API adapter tokenizes the prompts itself and cuts them at its own ``max_length``: a
+    completions endpoint (chat endpoints are sent messages), with a tokenizer backend and tokenized requests
+    (the harness's defaults for ``local-completions``)."""
+    path = urllib.parse.urlsplit(base_url).path.rstrip("/")
+    if not path.endswith("/completions") or path.endswith("/chat/completions"):
+        return False
+    if str(metadata.get("tokenizer_backend", "")).lower() == "none":
+        return False
+    return str(metadata.get("tokenized_requests", True)).lower() != "false"
+
+
 @lru_cache(maxsize=16)
-def budget_from_settings(settings: tuple[tuple[str, object], ...]) -> LengthBudget | None:
-    """The budget of :func:`resolve_budget` from the metadata entries that decide it (cached per process)."""
+def _resolved(settings: tuple[tuple[str, object], ...]) -> LengthBudget | str:
+    """The budget the metadata entries ``settings`` describe, or why there is none (cached per process, so
+    that a server is asked once)."""
     metadata = dict(settings)
+    served = _served(metadata)
+    where = served_model.endpoints(served[0]).where if served else ""
+    asked = True  # the run named a context length (or a model whose config has one): the check must run
     for key in ("max_length", "max_model_len"):
         if metadata.get(key) is not None:
             max_length, source = _positive_int(metadata[key], key), f"{key}={metadata[key]}"
             break
     else:
         pretrained = metadata.get("pretrained")
-        if not (isinstance(pretrained, str) and pretrained):
-            return None
-        max_length, source = _window_from_config(pretrained, metadata), f"the model config of {pretrained}"
+        if isinstance(pretrained, str) and pretrained:
+            max_length, source = _window_from_config(pretrained, metadata), f"the model config of {pretrained}"
+        elif served is None:
+            return NO_LENGTH
+        else:
+            try:
+                max_length, source = served_model.max_model_len(*served), "the server's max_model_len"
+            except served_model.ServerUnavailable as why:
+                return f"{NO_LENGTH}, and the server at {where} {why}"
+            asked = False
+            if _adapter_tokenizes(served[0], metadata) and max_length > API_DEFAULT_MAX_LENGTH:
+                source = (f"the API adapter's default max_length, where it cuts the prompts it tokenizes; the "
+                          f"server's max_model_len is {max_length}: give max_length={max_length} to use it")
+                max_length = API_DEFAULT_MAX_LENGTH
     name = _tokenizer_name(metadata)
     if name is None:
         raise LengthCheckError(
             f"Prompt-length check: the context length is {max_length} ({source}) but no tokenizer is named, so prompt "
             f"lengths cannot be checked. Give one with {metadata_arg(tokenizer='NAME')}."
         )
-    counters = _counters(name, bool(metadata.get("trust_remote_code", False)))
-    return LengthBudget(max_length=max_length, length_source=source, tokenizer_name=name,
-                        count_tokens=counters.count_tokens, count_pieces=counters.count_pieces,
-                        special_tokens=counters.special_tokens, bos_text=counters.bos_text, settings=settings)
+    counters = _local_counters(name, bool(metadata.get("trust_remote_code", False)))
+    if counters is not None:
+        return LengthBudget(max_length=max_length, length_source=source, tokenizer_name=name,
+                            count_tokens=counters.count_tokens, count_pieces=counters.count_pieces,
+                            special_tokens=counters.special_tokens, bos_text=counters.bos_text, settings=settings)
+    server_refused = ""
+    if served is not None and not metadata.get("tokenizer"):  # a tokenizer the user named must load
+        counter = served_model.TokenCounter(*served)
+        try:
+            counter.probe()
+        except served_model.ServerUnavailable as why:
+            server_refused = f"the server at {where} {why}"
+        else:
+            return LengthBudget(max_length=max_length, length_source=source, tokenizer_name=SERVER_TOKENIZER,
+                                count_tokens=_server_counters(counter), settings=settings, counted_by_server=True)
+    if not asked and not metadata.get("tokenizer"):
+        return (f"the context length is {max_length} ({source}), but no tokenizer for {name!r} loads here and "
+                f"{server_refused}; give one with tokenizer=NAME to check them")
+    raise LengthCheckError(
+        f"Prompt-length check: cannot load a tokenizer for {name!r} (neither a Hugging Face tokenizer available "
+        f"here nor an OpenAI model known to tiktoken{f', and {server_refused}' if server_refused else ''}), so "
+        f"prompt lengths cannot be checked against the context length. Give one with "
+        f"{metadata_arg(tokenizer='NAME')} (a local directory or a cached Hugging Face name), or drop max_length "
+        "to run without the check."
+    )
+
+
+def _tokenizer_name(metadata: dict) -> str | None:
+    for key in TOKENIZER_KEYS:
+        value = metadata.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return None

@@ -17,7 +17,8 @@ LAYERS = [
     # data layer
     {"lm_eval_ext.data"},
     # shared machinery below the benchmarks
-    {"lm_eval_ext.prompt_length", "lm_eval_ext.sweeps", "lm_eval_ext.metrics", "lm_eval_ext.sql"},
+    {"lm_eval_ext.prompt_length", "lm_eval_ext.served_model", "lm_eval_ext.sweeps", "lm_eval_ext.metrics",
+     "lm_eval_ext.sql"},
     {"lm_eval_ext.conversation", "lm_eval_ext.judge"},
     # the harness boundary (task base class, request types, discovery)
     {"lm_eval_ext.startup_hook", "lm_eval_ext.autoload", "lm_eval_ext.boundary", "lm_eval_ext.task_base", "lm_eval_ext.answers", "lm_eval_ext.judge.harness",

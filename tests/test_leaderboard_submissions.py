@@ -46,7 +46,7 @@ def test_init_writes_a_repository_with_a_pinned_workflow(tmp_path, capsys):
 
     repo = tmp_path / "board"
     (repo / ".git").mkdir(parents=True)  # a fresh `git init` is fine
-    assert _cli(["leaderboard", "init", repo]) == 0
+    assert _cli(["leaderboard", "init", repo, "--install", __version__]) == 0
     assert sorted(p.relative_to(repo).as_posix() for p in repo.rglob("*") if p.is_file()) == [
         ".github/workflows/leaderboard.yml", "README.md", "records/README.md"]
     workflow = _workflow(repo)
@@ -69,7 +69,7 @@ def test_init_writes_a_repository_with_a_pinned_workflow(tmp_path, capsys):
     # an existing leaderboard is never overwritten: one paragraph, exit 2, the files as they were
     before = {p: p.read_bytes() for p in repo.rglob("*") if p.is_file()}
     capsys.readouterr()
-    assert _cli(["leaderboard", "init", repo]) == 2
+    assert _cli(["leaderboard", "init", repo, "--install", __version__]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "already has README.md, .github/workflows/leaderboard.yml, records" in err
     assert "overwrites nothing" in err
@@ -98,7 +98,7 @@ def _run_job(run_cli, repo: Path, job: dict, env: dict):
 @pytest.mark.slow
 def test_the_workflow_commands_pass_a_good_record_and_fail_a_tampered_one(tmp_path, run_cli):
     repo = tmp_path / "board"
-    assert _cli(["leaderboard", "init", repo]) == 0
+    assert _cli(["leaderboard", "init", repo, "--install", "0.1.0"]) == 0
     jobs = _workflow(repo)["jobs"]
     _git(run_cli, repo, "init", "-q", "-b", "main")
     _git(run_cli, repo, "add", "-A")
@@ -150,7 +150,7 @@ def test_the_workflow_commands_pass_a_good_record_and_fail_a_tampered_one(tmp_pa
 
 def test_a_new_leaderboard_builds_with_no_record(tmp_path, capsys):
     repo = tmp_path / "board"
-    assert _cli(["leaderboard", "init", repo]) == 0
+    assert _cli(["leaderboard", "init", repo, "--install", "0.1.0"]) == 0
     assert _cli(["leaderboard", "build", repo / "records", "--allow-empty", "--no-published", "-o", tmp_path / "site"]) == 0
     assert "0 record(s), 0 published model(s)" in capsys.readouterr().out
     assert _cli(["leaderboard", "build", repo / "records", "--no-published", "-o", tmp_path / "other"]) == 2

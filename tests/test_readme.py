@@ -1,5 +1,9 @@
-"""The README's run snippets (its `lm_eval` commands and the `simple_evaluate` script) run as written on a
-machine without a GPU, and write their results.
+"""The README's install line installs the plugin from this checkout as written, and its run snippets (its `lm_eval`
+commands and the `simple_evaluate` script) run as written on a machine without a GPU, and write their results.
+
+The install runs in a fresh venv whose other packages are this venv's (a path entry): the test suite has no
+network, so pip is told through its environment to use no index and no build isolation (``PIP_NO_INDEX``,
+``PIP_NO_BUILD_ISOLATION``), the command itself is the README's.
 
 Two substitutions, and only these, because the test suite has no network and a few minutes at most:
 
@@ -14,8 +18,12 @@ run in a fresh interpreter): its output is read from there.
 """
 from __future__ import annotations
 
+import json
+import os
 import re
+import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 
 import pytest
@@ -78,3 +86,41 @@ def test_simple_evaluate_as_written(run_cli, tiny_model_dir, data_dir, tmp_path)
     proc = run_cli([sys.executable, "-c", script], cwd=tmp_path, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "scored: " in proc.stdout and "'acc,none'" in proc.stdout, proc.stdout[-2000:]
+
+
+def _install_commands() -> list[str]:
+    """The commands of the bash block of the README's "Install" section, comments dropped."""
+    section = README.read_text(encoding="utf-8").split("\n## Install\n", 1)[1].split("\n## ", 1)[0]
+    (block,) = re.findall(r"```bash\n(.*?)```", section, re.S)
+    return [re.sub(r"\s+#.*$", "", line).strip() for line in block.splitlines() if line.strip()]
+
+
+def test_the_install_line_installs_this_checkout_as_written(tmp_path, source_tree_builds):
+    from lm_eval_ext import __version__
+
+    (command,) = _install_commands()
+    assert command == 'pip install ".[hf]"'  # what runs below; the published name is for after a release
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
+    python = venv / "bin" / "python"
+    # the venv's own setuptools would stand before this venv's (torch needs a newer one than the venv's bundled)
+    subprocess.run([str(python), "-m", "pip", "uninstall", "-q", "-y", "setuptools"], check=True, timeout=300)
+    site = Path(subprocess.check_output([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                                        text=True).strip())
+    (site / "zz_parent_venv.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    env = {key: value for key, value in os.environ.items() if key not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    env |= {"PATH": f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}", "PIP_NO_INDEX": "1",
+            "PIP_NO_BUILD_ISOLATION": "0", "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+    with source_tree_builds:  # the build writes the checkout's build/ and egg-info
+        proc = subprocess.run(["bash", "--noprofile", "--norc", "-e", "-c", command], cwd=README.parent, env=env,
+                              capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    shown = subprocess.run([str(python), "-c", "import importlib.metadata as m, json; d = m.distribution('lm-eval-ext'); "
+                            "print(json.dumps([d.version, str(d.locate_file('')), json.loads(d.read_text('direct_url.json'))]))"],
+                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    version, location, origin = json.loads(shown.stdout)
+    assert (version, Path(location)) == (__version__, site)  # installed into the fresh venv, not this one's
+    assert origin["url"] == README.parent.as_uri() and origin["dir_info"] == {}  # this checkout, not editable
+    tasks = subprocess.run([str(venv / "bin" / "lm-eval-ext"), "tasks-dir"], cwd=tmp_path, env=env,
+                           capture_output=True, text=True, timeout=300)
+    assert tasks.returncode == 0 and Path(tasks.stdout.strip()) == site / "lm_eval_ext" / "tasks", tasks.stderr

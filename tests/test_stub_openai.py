@@ -4,6 +4,7 @@ harness's ``local-completions`` model."""
 from __future__ import annotations
 
 import concurrent.futures
+import json
 import math
 
 import pytest
@@ -156,3 +157,43 @@ def test_local_completions_loglikelihood_end_to_end(tiny_model_dir):
         # the continuation's last token is dropped (the harness cuts the "generated" one)
         assert ll == pytest.approx(sum(scripted_logprob(tokens[:i], tokens[i])
                                        for i in range(len(ctx), len(tokens) - 1)), abs=1e-12)
+
+
+def test_vllm_guise_answers_as_the_captured_server():
+    """``max_model_len`` and ``tokenize``: the stub's /v1/models, /tokenize and too-long refusal reproduce the
+    replies of a real ``vllm serve`` (tests/fixtures/real/served/)."""
+    from doubles.stub_openai import CAPTURED
+
+    def captured(name: str):
+        return json.loads((CAPTURED / name).read_text())
+
+    with StubOpenAIServer(model="smollm2", max_model_len=4096, tokenize=True) as srv:
+        root = srv.base_url.removesuffix("/v1")
+        hello = [{"role": "user", "content": "Hello"}]
+        assert _post(f"{root}/tokenize", {"model": "smollm2", "prompt": "Hello world"}).json() == captured(
+            "tokenize_prompt.json")
+        assert _post(f"{root}/tokenize", {"model": "smollm2", "messages": hello}).json() == captured(
+            "tokenize_messages.json")
+        assert _post(f"{root}/tokenize", {"model": "smollm2", "messages": hello, "add_generation_prompt": False}
+                     ).json() == captured("tokenize_messages_nogen.json")
+        assert requests.get(f"{root}/tokenize", timeout=10).status_code == 405
+        (entry,) = requests.get(f"{srv.base_url}/models", timeout=10).json()["data"]
+        (real,) = captured("models.json")["data"]
+        assert entry.keys() == real.keys() and entry["permission"][0].keys() == real["permission"][0].keys()
+        assert (entry["id"], entry["max_model_len"], entry["owned_by"]) == ("smollm2", 4096, "vllm")
+        too_long = _post(srv.completions_url, {"model": "smollm2", "prompt": "word " * 5000, "max_tokens": 4})
+        assert too_long.status_code == 400 and too_long.json() == captured("too_long_completion.json")
+        fits = _post(srv.completions_url, {"model": "smollm2", "prompt": " ".join(["word"] * 4096), "max_tokens": 4})
+        assert fits.status_code == 200
+        # /tokenize takes no part in the fault sequence
+        assert [r["fault"] for r in srv.requests] == [None] * 7
+    with StubOpenAIServer(model="smollm2") as srv:  # the plain stub: neither
+        assert _post(srv.base_url.removesuffix("/v1") + "/tokenize", {"prompt": "x"}).status_code == 404
+        assert "max_model_len" not in requests.get(f"{srv.base_url}/models", timeout=10).json()["data"][0]
+
+
+def test_tokenize_takes_no_fault_of_the_sequence():
+    with StubOpenAIServer(tokenize=True, fault_sequence=["500", None]) as srv:
+        assert _post(srv.base_url.removesuffix("/v1") + "/tokenize", {"prompt": "a b"}).json()["count"] == 2
+        assert _post(srv.chat_url, {"messages": []}).status_code == 500  # the first fault, still first
+        assert _post(srv.chat_url, {"messages": []}).status_code == 200

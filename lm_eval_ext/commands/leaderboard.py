@@ -16,11 +16,17 @@ def add_leaderboard_parser(subparsers) -> None:
     init = sub.add_parser(
         "init", help="make a leaderboard repository that takes submissions as pull requests",
         description="Write a new leaderboard repository into DIR: records/, a README with the submission steps, and a "
-                    "GitHub Actions workflow (.github/workflows/leaderboard.yml) that installs this lm-eval-ext version, "
-                    "validates the records each pull request adds or changes, and on the default branch builds the "
-                    "site and publishes it with GitHub Pages. DIR may be new, empty, or a fresh git repository; "
-                    "nothing is overwritten.")
+                    "GitHub Actions workflow (.github/workflows/leaderboard.yml) that installs one lm-eval-ext release "
+                    "(--install), validates the records each pull request adds or changes, and on the default branch "
+                    "builds the site and publishes it with GitHub Pages. DIR may be new, empty, or a fresh git "
+                    "repository; nothing is overwritten.")
     init.add_argument("directory", metavar="DIR", help="the repository's directory")
+    init.add_argument("--install", metavar="WHAT", default=None,
+                      help="what the workflow installs: a version (0.1.0), a git URL with a tag or commit "
+                           "(git+https://HOST/ORG/lm-eval-ext@v0.1.0), an https URL of a wheel or sdist, or a wheel "
+                           "file here (copied into the repository's wheels/). Default: where the installed lm-eval-ext "
+                           "came from (its git URL and commit, its wheel, or its version when a package index "
+                           "installed it); an install from a checkout needs --install")
     init.set_defaults(func=run_init)
     build = sub.add_parser(
         "build", help="write the static site (HTML, no server needed) from records",
@@ -76,10 +82,13 @@ def run_build(args) -> int:
 
 def run_init(args) -> int:
     """Write the repository and say what to do next."""
+    from ..leaderboard.install import install_from_option, installed
     from ..leaderboard.repository import init_repository
 
-    for path in init_repository(args.directory):
+    install = install_from_option(args.install) if args.install is not None else installed()
+    for path in init_repository(args.directory, install):
         print(f"wrote {path}")
+    print(f'the workflow installs: pip install "{install.requirement}" ({install.source})')
     print("next: commit, push to GitHub, and set Settings > Pages > Source to GitHub Actions; submissions are pull "
           "requests adding records (README.md)")
     return 0

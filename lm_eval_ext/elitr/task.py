@@ -19,6 +19,7 @@ or cut the middle of its transcript and count it in ``prompts_truncated``), ``el
 from __future__ import annotations
 
 import copy
+import logging
 
 import datasets
 from lm_eval.api.metrics import mean
@@ -26,10 +27,13 @@ from lm_eval.api.metrics import mean
 from ..conversation import OVERFLOW_POLICIES, Turn, render, turn_messages
 from ..errors import UserError, metadata_arg
 from ..judge.harness import GENERATION_KEY, JudgedTask, judge_output, judge_result
-from ..prompt_length import LengthCheckError, PromptTooLongError, resolve_budget, shorten_middle
+from ..prompt_length import (LengthCheckError, PromptTooLongError, not_checked_reason, resolve_budget,
+                             shorten_middle)
 from .data import build_documents
 from .metrics import SUBSET_METRICS, question_metrics
 from .prompts import answer_template, format_question, user_messages
+
+log = logging.getLogger(__name__)
 
 MODES = ("st", "mt")
 _TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off"}
@@ -154,14 +158,20 @@ class ElitrTask(JudgedTask):
     def review_requests(self, instances, chat_template=None, system_instruction=None) -> None:
         """Single-turn: measure every prompt before any is sent; stop, or shorten its transcript (``overflow``)."""
         self._dropped = {}
-        if self.budget is not None:
-            self.record_run_info(prompt_length=f"{self.budget.describe()}; too long: {self.overflow}")
-        if self.mode == "mt" or self.budget is None:
+        if self.budget is None:
+            reason = not_checked_reason(self.config.metadata or {})
+            self.record_run_info(prompt_length=f"not checked ({reason})")
+            log.warning("%s: prompt lengths are NOT checked (%s); a model adapter may cut a long prompt's start, a "
+                        "server may refuse it. Give max_length=N (and tokenizer=NAME if the model arguments name "
+                        "none) to check them.", self.config.task, reason)
             return
-        contexts = [(i.args[0], i.args[1]) for i in instances]
-        if not any(isinstance(c, str) for c, _ in contexts):
-            return  # chat APIs get messages and cut nothing: the server rejects an over-long prompt itself
-        for instance, verdict in zip(instances, self.budget.verdicts(contexts), strict=True):
+        self.record_run_info(prompt_length=f"{self.budget.describe()}; too long: {self.overflow}")
+        if self.mode == "mt":
+            return
+        verdicts = self.budget.verdicts([(i.args[0], i.args[1]) for i in instances])
+        log.info("%s: %d of %d prompts fit the %s", self.config.task, sum(v.fits for v in verdicts), len(verdicts),
+                 self.budget.describe())
+        for instance, verdict in zip(instances, verdicts, strict=True):
             if verdict.fits:
                 continue
             doc, gen_kwargs = instance.doc, instance.args[1]

@@ -25,7 +25,7 @@ from lm_eval.api.metrics import mean
 
 from .. import sweeps
 from ..errors import metadata_arg
-from ..prompt_length import LengthBudget, Verdict, require_prompts_left, resolve_budget
+from ..prompt_length import LengthBudget, Verdict, not_checked_reason, require_prompts_left, resolve_budget
 from ..task_base import ExtTask
 from .contexts import kv_context, qa_context
 from .docs import LitmData, load
@@ -102,11 +102,11 @@ class LitmTask(ExtTask):
             self._record_coverage(instances)
         self._verdicts = {}
         if self.budget is None:
-            self.record_run_info(prompt_length="not checked (no context length known)")
-            log.warning("%s: prompt lengths are NOT checked (no context length in --model_args/--metadata); if the "
-                        "model's window is smaller than a prompt, its adapter may cut the prompt's start. Give "
-                        "max_length=N (and tokenizer=NAME if the model arguments name none) to check them.",
-                        self.setup.task)
+            reason = not_checked_reason(self.config.metadata or {})
+            self.record_run_info(prompt_length=f"not checked ({reason})")
+            log.warning("%s: prompt lengths are NOT checked (%s); if the model's window is smaller than a prompt, "
+                        "its adapter may cut the prompt's start. Give max_length=N (and tokenizer=NAME if the model "
+                        "arguments name none) to check them.", self.setup.task, reason)
             return
         verdicts = self.budget.verdicts([(i.args[0], i.args[1]) for i in instances],
                                         pieces=[self.prompt_pieces(i.doc) for i in instances])
@@ -116,6 +116,8 @@ class LitmTask(ExtTask):
                 self.withhold(instance)
         self.record_run_info(prompt_length=f"{self.budget.describe()}; too long: {self.setup.too_long}")
         too_long = [i.doc for i, v in zip(instances, verdicts) if not v.fits]
+        log.info("%s: %d of %d prompts fit the %s", self.setup.task, len(instances) - len(too_long), len(instances),
+                 self.budget.describe())
         if self.setup.too_long == "skip":
             require_prompts_left(self.setup.task, len(too_long), len(instances), self.budget, REMEDIES)
         if too_long:

@@ -32,7 +32,7 @@ from lm_eval.api.metrics import mean
 
 from ..errors import UserError
 from ..metrics.relative import mean_relative_performance
-from ..prompt_length import resolve_budget
+from ..prompt_length import not_checked_reason, resolve_budget
 from ..task_base import ExtTask
 from .chat import chat_generation_kwargs, chat_messages
 from .documents import Setting, build_documents
@@ -165,10 +165,15 @@ class MagnificoTask(ExtTask):
         """Count the prompts the model's adapter will cut (longer than its context), when the context is known."""
         budget = resolve_budget(self.config.metadata or {})
         if budget is None:
+            reason = not_checked_reason(self.config.metadata or {})
+            self.record_run_info(prompt_length=f"not checked ({reason})")
+            logger.info("%s: prompt lengths are not checked (%s)", self.config.task, reason)
             return
         verdicts = budget.verdicts([(i.args[0], i.args[1]) for i in instances])
         self._truncated = {_key(i.doc) for i, v in zip(instances, verdicts, strict=True) if not v.fits}
         self.record_run_info(prompt_length=budget.describe())
+        logger.info("%s: %d of %d prompts fit the %s", self.config.task, len(instances) - len(self._truncated),
+                    len(instances), budget.describe())
         if self._truncated:
             logger.warning("%s: %d of %d prompts do not fit the %s; the model adapter will cut their start "
                            "(prompts_truncated)", self.config.task, len(self._truncated), len(instances),

@@ -11,7 +11,20 @@ are exercised, not a mock object::
 
 Endpoints: ``POST /v1/chat/completions``, ``POST /v1/completions`` (a list
 ``prompt`` gives one choice per prompt and per ``n``; a prompt may be text or a
-list of token ids, as the harness's ``local-completions`` sends), ``GET /v1/models``.
+list of token ids, as the harness's ``local-completions`` sends), ``GET /v1/models``,
+and, with ``tokenize=True``, vLLM's ``POST /tokenize``.
+
+**vLLM's model list and tokenizer** (built from the replies of a real ``vllm serve`` of
+SmolLM2-135M-Instruct, ``tests/fixtures/real/served/``): with ``max_model_len=N`` each entry of
+``GET /v1/models`` is a vLLM entry carrying ``max_model_len`` N, and a completion whose prompt has
+more than N tokens gets vLLM's HTTP 400 (``too_long_completion.json``, its numbers for N). With
+``tokenize=True``, ``POST /tokenize`` answers as vLLM does (``count``, ``max_model_len``, ``tokens``,
+``token_strs``; ``GET /tokenize`` is a 405), with :func:`vllm_tokens`: a prompt's tokens are its words
+(each with the blanks before it, as the log-prob tokens below; no special token, as SmolLM2's
+tokenizer adds none), a chat's are SmolLM2's chat template around each message's words, with the
+default system message when the chat has none and the generation prompt unless
+``add_generation_prompt`` is false. "Hello world" and a one-message "Hello" chat give exactly the
+captured replies (``tests/test_stub_openai.py``).
 
 **Latency**: every POST waits ``delay_s`` plus a uniform draw in ``[0, jitter_s]``
 (its own RNG seeded with ``seed``, so jitter does not change which faults are drawn),
@@ -101,7 +114,9 @@ import urllib.parse
 import zlib
 from collections import Counter
 from collections.abc import Callable, Sequence
+from functools import lru_cache
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 _clock = time.monotonic  # when requests arrive and are answered (a test gives a clock of its own)
 FAULT_KINDS = ("429", "500", "503", "timeout", "drop", "garbage", "nonjson", "noscore", "outofrange", "empty", "badjson",
@@ -154,6 +169,73 @@ def _tokens(prompt: str | list[int]) -> tuple[list[int | str], list[str]]:
     return list(pieces), list(pieces)
 
 
+CAPTURED = Path(__file__).resolve().parents[1] / "fixtures" / "real" / "served"
+
+
+@lru_cache(maxsize=1)
+def _smollm2() -> dict:
+    """SmolLM2's chat-template tokens and two word ids, taken apart from the captured /tokenize replies."""
+    def tokens(name: str) -> list[int]:
+        return json.loads((CAPTURED / name).read_text())["tokens"]
+
+    prompt, chat, chat_nogen = (tokens(f"tokenize_{n}.json") for n in ("prompt", "messages", "messages_nogen"))
+    generation = chat[len(chat_nogen):]  # <|im_start|> assistant \n
+    start, newline = generation[0], generation[-1]
+    hello = chat_nogen.index(prompt[0])  # the one user message, "Hello"
+    user_at = max(i for i in range(hello) if chat_nogen[i] == start)
+    system = chat_nogen[:user_at]  # <|im_start|> system \n <default system message> <|im_end|> \n
+    return {"start": start, "newline": newline, "end": chat_nogen[hello + 1:],  # <|im_end|> \n
+            "roles": {"system": system[1:system.index(newline)], "user": chat_nogen[user_at + 1:hello - 1],
+                      "assistant": generation[1:-1]},
+            "default_system": system, "generation": generation, "words": {"Hello": prompt[0], " world": prompt[1]}}
+
+
+def _word_ids(text: str) -> list[int]:
+    words = _smollm2()["words"]
+    # SmolLM2's vocabulary has 49,152 entries; the ids above 1000 stand for the words the capture does not show
+    return [words.get(w, 1000 + zlib.crc32(w.encode("utf-8")) % 48000) for w in _TEXT_TOKEN.findall(text)]
+
+
+def vllm_tokens(body: dict) -> list[int]:
+    """The token ids the stub's ``/tokenize`` gives a ``prompt`` (text) or ``messages`` (module docstring)."""
+    if "messages" not in body:
+        prompt = body.get("prompt", "")
+        return list(prompt) if isinstance(prompt, list) else _word_ids(str(prompt))
+    template = _smollm2()
+    messages = body["messages"]
+    tokens = [] if messages and messages[0].get("role") == "system" else list(template["default_system"])
+    for message in messages:
+        tokens += [template["start"], *template["roles"][message["role"]], template["newline"],
+                   *_word_ids(str(message.get("content", ""))), *template["end"]]
+    return tokens + (list(template["generation"]) if body.get("add_generation_prompt", True) else [])
+
+
+def vllm_model_entry(model: str, max_model_len: int) -> dict:
+    """One entry of vLLM's ``GET /v1/models`` (the fields of ``models.json``)."""
+    return {"id": model, "object": "model", "created": 0, "owned_by": "vllm", "root": model, "parent": None,
+            "max_model_len": max_model_len, "permission": [{
+                "id": f"modelperm-{model}", "object": "model_permission", "created": 0, "allow_create_engine": False,
+                "allow_sampling": True, "allow_logprobs": True, "allow_search_indices": False, "allow_view": True,
+                "allow_fine_tuning": False, "organization": "*", "group": None, "is_blocking": False}]}
+
+
+def vllm_too_long(body: dict, max_model_len: int) -> dict | None:
+    """vLLM's 400 body for a completion request whose prompt has more than ``max_model_len`` tokens (it counts
+    up to one past the limit: "at least"), or None when the prompt is within it."""
+    if "messages" in body:
+        count = len(vllm_tokens({"messages": body["messages"]}))
+    else:
+        count = max(len(vllm_tokens({"prompt": p})) for p in _split_prompts(body.get("prompt", "")))
+    if count <= max_model_len:
+        return None
+    over = max_model_len + 1
+    return {"error": {"message": f"This model's maximum context length is {max_model_len} tokens. However, your prompt "
+                                 f"contains at least {over} input tokens, which exceeds this limit even without any "
+                                 "output tokens. Please reduce the length of the input prompt. "
+                                 f"(parameter=input_tokens, value={over})",
+                      "type": "BadRequestError", "param": "input_tokens", "code": 400}}
+
+
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     # Many clients connect at once in concurrency tests; a backlog of 5 would stall them.
@@ -193,6 +275,9 @@ class StubOpenAIServer:
         trickle_bytes / trickle_interval_s / trickle_max_s: the ``"trickle"`` fault's pace and safety stop.
         huge_bytes: the size of a ``"huge"`` reply.
         models_fault: ``None``, ``"trickle"`` or ``"huge"`` for ``GET /v1/models``.
+        max_model_len: list the models as vLLM does, with this context length, and refuse a longer
+            prompt with vLLM's 400 (module docstring).
+        tokenize: serve vLLM's ``POST /tokenize`` (module docstring).
         batch: keyword arguments of :class:`BatchAPI` (how batches end).
 
     Attributes:
@@ -233,6 +318,8 @@ class StubOpenAIServer:
         trickle_max_s: float = 60.0,
         huge_bytes: int = 100 * 2**20,
         models_fault: str | None = None,
+        max_model_len: int | None = None,
+        tokenize: bool = False,
         batch: dict | None = None,
     ) -> None:
         faults = dict(faults or {})
@@ -267,6 +354,8 @@ class StubOpenAIServer:
         self.trickle_max_s = trickle_max_s
         self.huge_bytes = huge_bytes
         self.models_fault = models_fault
+        self.max_model_len = max_model_len
+        self.tokenize = tokenize
         self.requests: list[dict] = []
         self.max_in_flight = 0
         self._in_flight = 0
@@ -357,13 +446,15 @@ class StubOpenAIServer:
 
     # -- request handling --------------------------------------------------
 
-    def _record(self, method: str, path: str, headers, body) -> dict:
-        """Store the request and pick its fault and delay (under the lock, so the RNG sequences are reproducible)."""
+    def _record(self, method: str, path: str, headers, body, faulty: bool = True) -> dict:
+        """Store the request and pick its fault and delay (under the lock, so the RNG sequences are reproducible);
+        ``faulty=False``: no fault (a ``/tokenize`` request, which takes no part in the fault sequences)."""
         entry = {"method": method, "path": path, "headers": {k.lower(): v for k, v in headers.items()}, "body": body,
                  "fault": None, "delay": 0.0, "received": _clock()}
         with self._lock:
             if method == "POST":
                 entry["delay"] = self.delay_s + (self._jitter_rng.uniform(0, self.jitter_s) if self.jitter_s else 0.0)
+            if method == "POST" and faulty:
                 if self._posts < len(self.fault_sequence):
                     entry["fault"] = self.fault_sequence[self._posts]
                 elif self.faults:
@@ -557,14 +648,24 @@ class StubOpenAIServer:
                 if self.path.startswith(("/v1/files", "/v1/batches")):
                     return self._send_json(*stub.batch_api.handle("GET", self.path, self.headers, b""))
                 entry = stub._record("GET", self.path, self.headers, None)
+                if self.path.rstrip("/") == "/tokenize" and stub.tokenize:
+                    return self._error(405, "Method Not Allowed", "method_not_allowed")
                 if self.path.rstrip("/") == "/v1/models" and stub.models:
-                    listed = [{"id": m, "object": "model", "created": 0, "owned_by": "stub"} for m in stub.models]
+                    listed = [{"id": m, "object": "model", "created": 0, "owned_by": "stub"} if stub.max_model_len is None
+                              else vllm_model_entry(m, stub.max_model_len) for m in stub.models]
                     if stub.models_fault:
                         entry["fault"] = stub.models_fault
                         return self._body_fault(entry, stub.models_fault, {"object": "list", "data": listed})
                     self._send_json(200, {"object": "list", "data": listed})
                 else:
                     self._error(404, f"no route GET {self.path}", "not_found")
+
+            def _tokenize(self, body):
+                if not isinstance(body, dict) or not isinstance(body.get("prompt", body.get("messages")), (str, list)):
+                    return self._error(400, "give a prompt or messages", "BadRequestError")
+                tokens = vllm_tokens(body)
+                self._send_json(200, {"count": len(tokens), "max_model_len": stub.max_model_len or 4096,
+                                      "tokens": tokens, "token_strs": None})
 
             def do_POST(self):
                 with stub._lock:
@@ -593,14 +694,22 @@ class StubOpenAIServer:
                     body = json.loads(raw)
                 except ValueError:
                     body = None
-                entry = stub._record("POST", self.path, self.headers, body if body is not None else raw)
                 # the path of an origin-form target, or of the absolute URL a forward proxy is sent (the stub then
                 # stands for the proxy and the judge behind it)
                 path = urllib.parse.urlsplit(self.path).path.rstrip("/")
+                tokenizing = path == "/tokenize" and stub.tokenize
+                entry = stub._record("POST", self.path, self.headers, body if body is not None else raw,
+                                     faulty=not tokenizing)
+                if tokenizing:
+                    if entry["delay"] and stub._stopping.wait(entry["delay"]):
+                        return
+                    return self._tokenize(body)
                 if path not in ("/v1/chat/completions", "/v1/completions"):
                     return self._error(404, f"no route POST {self.path}", "not_found")
                 if not isinstance(body, dict):
                     return self._error(400, "request body is not a JSON object", "invalid_request_error")
+                if stub.max_model_len is not None and (refusal := vllm_too_long(body, stub.max_model_len)):
+                    return self._send_json(400, refusal)
                 if entry["delay"] and stub._stopping.wait(entry["delay"]):
                     return
                 if stub.fail_status:
