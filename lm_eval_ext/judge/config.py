@@ -111,8 +111,8 @@ class JudgeConfig:
     dry_run: bool = _option(False, "only report how many judge calls the run needs (after the cache), call nothing",
                             bool)
     check: bool = _option(True, "before anything is generated, check the judge: key, endpoint, model, one tiny "
-                          "request whose reply must parse (lm_eval_ext/judge/probe.py); false only for a rerun "
-                          "whose verdicts are all cached", bool)
+                          "request whose reply must parse (lm_eval_ext/judge/probe.py); false for a rerun whose "
+                          "verdicts are all cached, or a judge whose replies may lack a score", bool)
 
     # -- derived values -------------------------------------------------------
 

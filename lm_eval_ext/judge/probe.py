@@ -33,7 +33,9 @@ def probe(config: JudgeConfig) -> None:
         raise JudgeRequestRejected(
             f"{where} answered a one-line probe, but its reply holds no score the {setup.parser.name} parser reads "
             f"({parsed.reason}); reply: {client.redact(reply)[:300]!r}. Is this the model the template was written "
-            f"for? {fix}")
+            f"for? Check {metadata_name('judge')} (the template and parser) and {metadata_name('model')}. If it is the "
+            f"judge you mean to use, {how_to_set('check', 'false')} skips this check: a reply of the run that holds no "
+            "score is then asked again and, after the re-asks, counted as a judge failure, never as a score.")
 
 
 async def _probe(client: JudgeClient, config: JudgeConfig, model: str, where: str, fix: str) -> str:

@@ -1,9 +1,10 @@
 """ELITR-Bench on SmolLM2-135M-Instruct: single-turn and dependent multi-turn on `hf` and real vLLM, the transcripts
 fitted to the context, judged three ways.
 
-- `hf` (`simple_evaluate`), judged by the stub judge: every answer gets the stub's score for it, none is lost;
-- plain `lm_eval run --model vllm`, judged by the same model served by `vllm serve`: every verdict is a score its
-  reply holds, or a failure counted as unparseable, never a score the reply does not hold;
+- `hf` (`simple_evaluate`, the authors' raw format), judged by the stub judge: every answer gets the stub's score
+  for it, none is lost;
+- plain `lm_eval run --model vllm` with the chat template, judged by the same model served by `vllm serve`: every
+  verdict is a score its reply holds, or a failure counted as unparseable, never a score the reply does not hold;
 - the vLLM run's single-turn answers judged through vLLM's offline batch runner on the plugin's batch request file
   (`lm-eval-ext elitr score --judge-batch --dry-run`), collected with `lm-eval-ext judge collect`: the final score
   command calls no judge (its endpoint does not exist) and takes every verdict from the collected replies.
@@ -74,10 +75,12 @@ def hf_run(hf_lm, real_model_dir, data_dir, tmp_path_factory, judge_key) -> dict
 @pytest.fixture(scope="module")
 def vllm_run(real_model_dir, vllm_server, data_dir, tmp_path_factory, judge_key) -> Path:
     out = tmp_path_factory.mktemp("elitr_vllm")
-    metadata = {**JUDGE_OPTIONS, "max_length": CONTEXT, "judge_base_url": vllm_server.base_url, "judge_model": real.SERVED_NAME,
-                "judge_cache": str(out / "judge.sqlite")}
+    # the small model's reply to the judge's probe holds no score (it does not follow the rubric's format): the probe
+    # would stop the run, so it is turned off, as its message says to for a judge one means to use
+    metadata = {**JUDGE_OPTIONS, "max_length": CONTEXT, "judge_base_url": vllm_server.base_url,
+                "judge_model": real.SERVED_NAME, "judge_cache": str(out / "judge.sqlite"), "judge_check": False}
     command("lm_eval", "run", "--model", "vllm", "--model_args", real.model_args(real.vllm_args(real_model_dir)),
-            "--batch_size", "auto", "--tasks", f"{ST},{MT}", "--limit", str(LIMIT), "--gen_kwargs", GEN_KWARGS,
+            "--batch_size", "auto", "--apply_chat_template", "--tasks", f"{ST},{MT}", "--limit", str(LIMIT), "--gen_kwargs", GEN_KWARGS,
             "--metadata", json.dumps(metadata), "--output_path", str(out), "--log_samples")
     return out
 
@@ -91,8 +94,9 @@ def test_every_prompt_is_fitted_to_the_context(hf_run, vllm_run):
     for engine, samples in (("hf", hf_run["samples"]), ("vllm", {t: vllm_samples(vllm_run, t) for t in (ST, MT)})):
         for task in (ST, MT):
             assert len(samples[task]) == LIMIT, (engine, task)
-            for sample in samples[task]:
-                assert sample["truncated"] == 1 and sample["truncated_lines"] > 0, (engine, task, sample["doc_id"])
+            assert all(sample["prompts_truncated"] == 1 for sample in samples[task]), (engine, task)
+        for sample in samples[MT]:  # each turn records the transcript lines it left out
+            assert json.loads(sample["resps"][0][0])["truncated_lines"] > 0, (engine, sample["doc_id"])
 
 
 def test_later_turns_hold_the_models_own_earlier_answers(hf_run, vllm_run):
@@ -104,10 +108,18 @@ def test_later_turns_hold_the_models_own_earlier_answers(hf_run, vllm_run):
             assert answers == [turn["text"].strip() for turn in turns[: later["turn"] - 1]], (engine, later["turn"])
 
 
-def test_the_stub_judge_scores_every_answer(hf_run):
+def answer(sample: dict, task: str) -> str:
+    """The model's answer in a sample (a multi-turn sample's response is its turn's record)."""
+    reply = sample["resps"][0][0]
+    return json.loads(reply)["text"] if task == MT else reply
+
+
+def test_the_stub_judge_scores_every_answer_with_its_own_score(hf_run):
     for task in (ST, MT):
-        records = judge_records(hf_run["samples"][task])
-        assert all(record["status"] == "scored" for record in records), task
+        for sample in hf_run["samples"][task]:
+            record = json.loads(sample["filtered_resps"][0])
+            # the judge template holds the answer stripped; the stub scored that
+            assert record["status"] == "scored" and record["raw_score"] == 1 + len(answer(sample, task).strip()) % 10
         assert hf_run["results"]["results"][task]["judge_failures,judge"] == 0
 
 
