@@ -120,7 +120,7 @@ def test_the_stub_judge_scores_every_answer_with_its_own_score(hf_run):
             record = json.loads(sample["filtered_resps"][0])
             # the judge template holds the answer stripped; the stub scored that
             assert record["status"] == "scored" and record["raw_score"] == 1 + len(answer(sample, task).strip()) % 10
-        assert hf_run["results"]["results"][task]["judge_failures,judge"] == 0
+        assert hf_run["results"][task]["judge_failures,judge"] == 0
 
 
 def test_a_real_judge_scores_what_its_replies_hold_and_counts_the_rest(vllm_run):
