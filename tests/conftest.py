@@ -1,8 +1,9 @@
 """Shared fixtures: the tiny hf model, the OpenAI stub server, the data mirror, a CLI runner, the plugin's wheel, and
 result directories written by the real harness (built by tests/helpers/scripted.py, once per test run).
 
-The test doubles (tests/doubles) are registered with the harness here for this process; subprocesses
-that need them run ``python -m doubles lm_eval ...`` (``doubles.LM_EVAL`` / ``doubles.LM_EVAL_EXT``).
+The test doubles (tests/doubles) are registered with the harness here for this process, where ``run_cli`` runs
+``lm_eval`` and ``lm-eval-ext``; a subprocess that needs them runs ``python -m doubles lm_eval ...``
+(``doubles.LM_EVAL`` / ``doubles.LM_EVAL_EXT``).
 
 Tests that need the datasets take ``data_dir`` (or carry ``@pytest.mark.requires_data``): they read
 them only through ``$LM_EVAL_EXT_DATA_DIR`` and are skipped, with one reason, when it is unset.
@@ -17,7 +18,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers.files import PLUGIN_INSTALLED, PROJECT_ROOT
+from helpers.files import OFFLINE, PLUGIN_INSTALLED, PROJECT_ROOT
 
 pytest_plugins = ["pytester"]  # test_scaffolding runs small sessions with this conftest
 
@@ -32,6 +33,10 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 # The harness hands a metric name it does not know (a toy task's, on purpose) to `evaluate.load`, which without
 # a network tries the Hub for about 3 s before it gives up; offline it gives up at once, with the same error.
 os.environ.setdefault("HF_EVALUATE_OFFLINE", "1")
+# No network: commands run in this process read the Hugging Face variables as their libraries are imported, so they
+# are set here, before those are, as helpers.files.subprocess_env sets them for a process a test starts.
+for _name, _value in OFFLINE.items():
+    os.environ.setdefault(_name, _value)
 
 
 @pytest.fixture(scope="session")
@@ -81,7 +86,7 @@ def pytest_configure(config):
                                 "mirror, or unset it to skip the tests that need the datasets.")
 
 
-# Fixtures that start processes: a subprocess per call (run_cli) or harness runs built once per test run.
+# Fixtures that run commands (run_cli) or harness runs built once per test run, or start processes.
 SLOW_FIXTURES = {"run_cli", "plain_task_listing", "plain_task_listing_with_tasks_dir", "tiny_model_dir", "plugin_wheel",
                  "lieder_scripted", "lieder_tiny", "litm_scripted", "magnifico_scripted", "elitr_scripted"}
 
@@ -127,14 +132,6 @@ def isolated_data_env(tmp_path_factory):
             mp.setenv(DATA_DIR_ENV, str(mirror))
         mp.setenv("LM_EVAL_EXT_CACHE_DIR", str(tmp_path_factory.mktemp("lm_eval_ext_cache")))
         mp.setenv("LM_EVAL_EXT_OFFLINE", "1")
-        from doubles import builtin_index, env_report
-
-        shared = tmp_path_factory.getbasetemp()
-        shared = shared.parent if os.environ.get("PYTEST_XDIST_WORKER") else shared  # every worker's parent
-        mp.setenv(builtin_index.ENV, str(shared / "builtin_task_yamls.pickle"))
-        mp.setenv(env_report.ENV, str(shared / "env_reports"))
-        builtin_index.install()  # in this process as in the ones it starts (tests/startup/sitecustomize.py)
-        env_report.install()
         yield
 
 
@@ -146,33 +143,21 @@ def data_dir() -> Path:
     return mirror
 
 
-def _run_command(cmd, *, cwd, env: dict | None = None, timeout: float = 600, input: str | None = None,
-                 fresh: bool = False, file_size_limit: int | None = None):
-    from helpers import preforked
-    from helpers.files import subprocess_env
-
-    return preforked.run(cmd, cwd=cwd, env=subprocess_env(env), input=input, timeout=timeout, fresh=fresh,
-                         file_size_limit=file_size_limit)
-
-
 @pytest.fixture
-def run_cli(tmp_path):
-    """Run a command (list of str) in a subprocess; returns the ``CompletedProcess``, asserts nothing.
+def run_cli(tmp_path, request):
+    """Run a command (a list) and return its ``CompletedProcess`` (text stdout and stderr); asserts nothing.
 
-    A ``python -m doubles`` command (``[*LM_EVAL, ...]``) is forked from a process with the heavy libraries
-    imported (helpers/preforked.py) unless ``fresh=True``; any other command starts as usual. With
-    ``file_size_limit=N`` no file the command writes grows past N bytes, as on a full disk.
-
-    The subprocess gets ``helpers.files.subprocess_env(env)`` (the offline variables, this venv's ``lm_eval`` and
-    ``lm-eval-ext`` first on ``PATH``, the suite's start-up and ``python -m doubles`` importable), and ``cwd`` = a
-    fresh tmp dir unless given. stdout/stderr are captured as text.
-    Usage: ``run_cli(["lm_eval", "--help"], env={...}, timeout=300)``.
+    ``lm_eval ...`` and ``lm-eval-ext ...`` run in this process as their console scripts run them, the test doubles
+    registered; anything else, or with ``process=True``, in a subprocess (helpers/commands.py). ``cwd`` is a fresh
+    tmp dir unless given; ``env`` is added to the environment. Usage: ``run_cli(["lm-eval-ext", "--help"])``,
+    ``run_cli([*doubles.LM_EVAL, "run", ...], timeout=300)`` (a subprocess with the doubles).
     """
+    from helpers import commands
 
-    def run(cmd, *, env: dict | None = None, cwd=None, timeout: float = 600, input: str | None = None,
-            fresh: bool = False, file_size_limit: int | None = None):
-        return _run_command(cmd, cwd=cwd or tmp_path, env=env, timeout=timeout, input=input, fresh=fresh,
-                            file_size_limit=file_size_limit)
+    echo = request.config.getoption("capture") == "no"  # with -s, the command's output shows as it comes
+
+    def run(cmd, *, cwd=None, **options):
+        return commands.run(cmd, cwd=cwd or tmp_path, echo=echo, **options)
 
     return run
 
@@ -203,20 +188,21 @@ def plugin_wheel(tmp_path_factory, source_tree_builds) -> Path:
 
 
 def _listing_once(tmp_path_factory, name: str, with_tasks_dir: bool) -> subprocess.CompletedProcess:
-    """``lm_eval ls tasks``, run once per test run: as a user types it (without the suite's start-up,
-    tests/startup, so it parses the harness's built-in YAMLs itself), or with ``--include_path`` of ``lm-eval-ext
-    tasks-dir``, the plugin's start-up hook off, and the test run's parse of the built-in YAMLs."""
-    from doubles import builtin_index, env_report
+    """``lm_eval ls tasks`` as a user types it, run once per test run; or with ``--include_path`` of ``lm-eval-ext
+    tasks-dir`` and the plugin's start-up hook off."""
+    from helpers import commands
     from helpers.once import built_once
 
     def build(directory: Path) -> Path:
-        cmd, env = ["lm_eval", "ls", "tasks"], {builtin_index.ENV: "", env_report.ENV: ""}
+        cmd, options = ["lm_eval", "ls", "tasks"], {}
         if with_tasks_dir:
-            tasks_dir = _run_command(["lm-eval-ext", "tasks-dir"], cwd=directory)
+            tasks_dir = commands.run(["lm-eval-ext", "tasks-dir"], cwd=directory)
             assert tasks_dir.returncode == 0, tasks_dir.stderr
             cmd += ["--include_path", tasks_dir.stdout.strip()]
-            env = {"LM_EVAL_EXT_AUTOLOAD": "0"}  # the plugin's start-up hook off: its tasks come from --include_path
-        proc = _run_command(cmd, cwd=directory, env=env)
+            # a process of its own: the start-up hook is off (its tasks come from --include_path) only in a process
+            # that starts with LM_EVAL_EXT_AUTOLOAD=0
+            options = {"env": {"LM_EVAL_EXT_AUTOLOAD": "0"}, "process": True}
+        proc = commands.run(cmd, cwd=directory, **options)
         saved = directory / "listing.json"
         saved.write_text(json.dumps({"args": cmd, "returncode": proc.returncode, "stdout": proc.stdout,
                                      "stderr": proc.stderr}))

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from doubles import LM_EVAL, LM_EVAL_EXT
 
 PARTIAL = ("lost_in_the_middle/partial_first_release_2023/ViktorTorp+lost-in-the-middle/qa_predictions/20_total_documents/"
            "gpt_reordered/nq-open-20_total_documents_gold_at_0-gpt-35-reorder-predictions-scored.jsonl.gz")
@@ -37,9 +36,8 @@ def _hf(tiny_model_dir, max_length: int) -> list[str]:
 def test_oracle_closedbook_kv_and_generated_kv(run_cli, tiny_model_dir, data_dir, tmp_path):
     out = tmp_path / "out"
     tasks = "litm_qa_oracle,litm_qa_closedbook,litm_kv_75keys,litm_kv_140keys,litm_kv_generated"
-    proc = run_cli([*LM_EVAL_EXT, "run", *_hf(tiny_model_dir, 12000), "--tasks", tasks, "--limit", "5",
-                    "--metadata", json.dumps({"litm_kv_pairs": 12, "litm_kv_examples": 3}), "--output_path", str(out), "--log_samples"],
-                   timeout=900)
+    proc = run_cli(["lm-eval-ext", "run", *_hf(tiny_model_dir, 12000), "--tasks", tasks, "--limit", "5",
+                    "--metadata", json.dumps({"litm_kv_pairs": 12, "litm_kv_examples": 3}), "--output_path", str(out), "--log_samples"])
     assert proc.returncode == 0, proc.stderr[-3000:]
     results, samples = _outputs(out)
     for task, key in (("litm_qa_oracle", "acc,first_line"), ("litm_qa_closedbook", "acc,first_line"),
@@ -64,9 +62,9 @@ def test_oracle_closedbook_kv_and_generated_kv(run_cli, tiny_model_dir, data_dir
 @pytest.mark.slow
 def test_partial_20_document_file_at_every_position(run_cli, tiny_model_dir, data_dir, tmp_path):
     out = tmp_path / "out"
-    proc = run_cli([*LM_EVAL_EXT, "run", *_hf(tiny_model_dir, 8192), "--tasks", "litm_qa_20docs", "--limit", "20",
+    proc = run_cli(["lm-eval-ext", "run", *_hf(tiny_model_dir, 8192), "--tasks", "litm_qa_20docs", "--limit", "20",
                     "--metadata", json.dumps({"litm_qa_file": str(Path(data_dir) / PARTIAL), "litm_positions": "all"}),
-                    "--output_path", str(out), "--log_samples"], timeout=900)
+                    "--output_path", str(out), "--log_samples"])
     assert proc.returncode == 0, proc.stderr[-3000:]
     results, samples = _outputs(out)
     metrics = results["results"]["litm_qa_20docs"]
@@ -99,11 +97,11 @@ def test_small_context_window_policy(run_cli, tiny_model_dir, data_dir, tmp_path
     """
     out = tmp_path / "out"
     if policy == "skip":
-        command, extra = [*LM_EVAL, "run"], []
+        command, extra = ["lm_eval", "run"], []
     else:
-        command, extra = [*LM_EVAL_EXT, "run"], ["--metadata", json.dumps({"litm_too_long": "truncate"})]
+        command, extra = ["lm-eval-ext", "run"], ["--metadata", json.dumps({"litm_too_long": "truncate"})]
     proc = run_cli([*command, *_hf(tiny_model_dir, 600), "--tasks", "litm_qa_oracle", "--limit", "12", *extra,
-                    "--output_path", str(out), "--log_samples"], timeout=900)
+                    "--output_path", str(out), "--log_samples"])
     assert proc.returncode == 0, proc.stderr[-3000:]
     results, samples = _outputs(out)
     logged = samples["litm_qa_oracle"]
@@ -137,8 +135,8 @@ def test_missing_multi_document_file_is_one_clear_paragraph(run_cli, data_dir, t
     responses = tmp_path / "r.json"
     responses.write_text(json.dumps({"rules": [], "default": "x"}))
     env = {"LM_EVAL_EXT_CACHE_DIR": str(tmp_path / "cache"), "LM_EVAL_EXT_OFFLINE": "1"}
-    proc = run_cli([*LM_EVAL_EXT, "run", "--model", "ext-canned-gen", "--model_args", f"responses={responses}",
-                    "--tasks", "litm_qa_30docs"], env=env, timeout=300)
+    proc = run_cli(["lm-eval-ext", "run", "--model", "ext-canned-gen", "--model_args", f"responses={responses}",
+                    "--tasks", "litm_qa_30docs"], env=env)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert "nq-open-30_total_documents_gold_at_0.jsonl.gz" in proc.stderr and "lm-eval-ext data fetch" in proc.stderr
 
@@ -146,8 +144,8 @@ def test_missing_multi_document_file_is_one_clear_paragraph(run_cli, data_dir, t
 def test_bad_positions_are_one_clear_paragraph(run_cli, data_dir, tmp_path):
     responses = tmp_path / "r.json"
     responses.write_text(json.dumps({"rules": [], "default": "x"}))
-    proc = run_cli([*LM_EVAL_EXT, "run", "--model", "ext-canned-gen", "--model_args", f"responses={responses}",
-                    "--tasks", "litm_kv_75keys", "--metadata", json.dumps({"litm_positions": [0, 75]})], timeout=300)
+    proc = run_cli(["lm-eval-ext", "run", "--model", "ext-canned-gen", "--model_args", f"responses={responses}",
+                    "--tasks", "litm_kv_75keys", "--metadata", json.dumps({"litm_positions": [0, 75]})])
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert "gold positions [75] are outside 0..74" in proc.stderr
 
@@ -168,10 +166,10 @@ def test_openai_compatible_server_with_a_perfect_responder(run_cli, tiny_model_d
     out = tmp_path / "out"
     with StubOpenAIServer(responder=lookup) as srv:
         tasks_dir = run_cli(["lm-eval-ext", "tasks-dir"]).stdout.strip()
-        proc = run_cli([*LM_EVAL, "run", "--include_path", tasks_dir, "--model", "local-chat-completions",
+        proc = run_cli(["lm_eval", "run", "--include_path", tasks_dir, "--model", "local-chat-completions",
                         "--model_args", f"base_url={srv.chat_url},model=stub,tokenizer_backend=none,max_length=8000",
                         "--apply_chat_template", "--tasks", "litm_kv_75keys_qac", "--limit", "8",
-                        "--metadata", json.dumps({"tokenizer": str(tiny_model_dir)}), "--output_path", str(out)], timeout=600)
+                        "--metadata", json.dumps({"tokenizer": str(tiny_model_dir)}), "--output_path", str(out)])
         bodies = [r["body"] for r in srv.requests]
     assert proc.returncode == 0, proc.stderr[-3000:]
     metrics = json.loads(next(out.rglob("results_*.json")).read_text())["results"]["litm_kv_75keys_qac"]

@@ -6,7 +6,6 @@ from pathlib import Path
 
 import pytest
 
-from doubles import LM_EVAL_EXT
 
 GEN_KWARGS = "max_gen_toks=8,suppress_tokens=[0,1,2,3]"
 
@@ -19,10 +18,10 @@ def _results(out: Path) -> dict:
 @pytest.mark.slow
 def test_limited_run_with_the_tiny_model(run_cli, tiny_model_dir, data_dir, tmp_path):
     out = tmp_path / "out"
-    proc = run_cli([*LM_EVAL_EXT, "run", "--model", "hf", "--model_args", f"pretrained={tiny_model_dir},dtype=float32",
+    proc = run_cli(["lm-eval-ext", "run", "--model", "hf", "--model_args", f"pretrained={tiny_model_dir},dtype=float32",
                     "--tasks", "magnifico_description_mid_foreign", "--limit", "4", "--device", "cpu",
                     "--gen_kwargs", GEN_KWARGS, "--confirm_run_unsafe_code", "--metadata", json.dumps({"interpretations": "maximum average"}),
-                    "--output_path", str(out), "--log_samples"], timeout=600)
+                    "--output_path", str(out), "--log_samples"])
     assert proc.returncode == 0, proc.stderr[-3000:]
     results = _results(out)["results"]["magnifico_description_mid_foreign"]
     for metric in ("ex", "em", "ex_base", "rel_perf", "interp_left_out", "prompts_truncated"):
@@ -48,6 +47,6 @@ def test_limited_run_with_the_tiny_model(run_cli, tiny_model_dir, data_dir, tmp_
 def test_plain_harness_requires_confirming_unsafe_code(run_cli, tiny_model_dir, data_dir, tmp_path):
     proc = run_cli(["lm_eval", "run", "--model", "hf", "--model_args", f"pretrained={tiny_model_dir},dtype=float32",
                     "--tasks", "magnifico_direct_base", "--limit", "1", "--device", "cpu",
-                    "--metadata", json.dumps({"interpretations": "sum"})], timeout=600)
+                    "--metadata", json.dumps({"interpretations": "sum"})])
     assert proc.returncode != 0
     assert "unsafe" in (proc.stderr + proc.stdout).lower()

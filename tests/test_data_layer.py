@@ -19,10 +19,8 @@ import zipfile
 from functools import partial
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from types import SimpleNamespace
 from urllib.parse import urlsplit
 
-import pooch.core
 import pytest
 
 from lm_eval_ext.commands.data import add_data_parser
@@ -55,9 +53,6 @@ def clean_env(monkeypatch, tmp_path):
     for name in ENV_VARS:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("LM_EVAL_EXT_CACHE_DIR", str(tmp_path / "cache"))
-    # pooch waits 1 s, then 2 s, between download attempts (its module uses `time` for that only): the tests
-    # count the attempts, and three seconds of waiting per failing download would be the quick selection's largest cost
-    monkeypatch.setattr(pooch.core, "time", SimpleNamespace(sleep=lambda seconds: None))
     return tmp_path / "cache"
 
 

@@ -147,7 +147,7 @@ def test_plain_lm_eval_single_turn_through_an_api(run_cli, data_dir, tmp_path):
                         "--samples", json.dumps({"elitr_bench_qa_dev_st": MEETING_002}),
                         "--metadata", json.dumps({"judge_base_url": srv.base_url, "judge_api_key_env": KEY_ENV,
                                                  "judge_cache": "none"}),
-                        "--output_path", str(out)], env={KEY_ENV: "sk-elitr-test-key-0123456789abcdef"}, timeout=600)
+                        "--output_path", str(out)], env={KEY_ENV: "sk-elitr-test-key-0123456789abcdef"})
     assert proc.returncode == 0, proc.stderr[-3000:]
     metrics = json.loads(next(out.rglob("results_*.json")).read_text())["results"]["elitr_bench_qa_dev_st"]
     assert metrics["score,judge"] == pytest.approx(81 / 14) and metrics["judge_failures,judge"] == 0

@@ -29,22 +29,19 @@ def test_shorten_middle_by_hand():
 
 
 @pytest.fixture
-def recorded(monkeypatch):
-    """Every context the hf adapter is asked to continue, call by call."""
-    from lm_eval.models.huggingface import HFLM
-
-    calls: list[list[str]] = []
-    original = HFLM.generate_until
-
-    def recording(self, requests, disable_tqdm=False):
-        calls.append([r.args[0] for r in requests])
-        return original(self, requests, disable_tqdm)
-
-    monkeypatch.setattr(HFLM, "generate_until", recording)
-    return calls
+def recorded(tmp_path):
+    """The log of every context the hf model is asked to continue (``ext-recording-hf``, the harness's hf model)."""
+    return tmp_path / "calls.jsonl"
 
 
-def evaluate(tiny_model_dir, task, samples, *, overflow=None, judge_url=None):
+def contexts(log) -> list[list[str]]:
+    """The contexts of each generate_until call, call by call."""
+    from doubles.recording import read_calls
+
+    return [[context for context, _ in call] for call in read_calls(log)]
+
+
+def evaluate(tiny_model_dir, task, samples, *, overflow=None, judge_url=None, calls_log=None):
     import lm_eval
     from lm_eval.tasks import TaskManager
 
@@ -56,7 +53,7 @@ def evaluate(tiny_model_dir, task, samples, *, overflow=None, judge_url=None):
         metadata |= {"judge_base_url": judge_url, "judge_api_key_env": KEY_ENV, "judge_cache": "none"}
     manager = TaskManager(include_path=str(tasks_dir()), include_defaults=False, metadata=metadata)
     return lm_eval.simple_evaluate(
-        model="hf", model_args=model_args,
+        model="ext-recording-hf", model_args={**model_args, "calls_log": str(calls_log)},
         tasks=[task], task_manager=manager, samples={task: samples}, predict_only=judge_url is None,
         gen_kwargs={"max_gen_toks": MAX_GEN, "suppress_tokens": [0, 1, 2, 3]})
 
@@ -71,19 +68,20 @@ def test_single_turn_stops_before_generating(tiny_model_dir, data_dir, recorded)
     from lm_eval_ext.prompt_length import PromptTooLongError
 
     with pytest.raises(PromptTooLongError, match=re.escape("""--metadata '{"overflow": "truncate"}'""")) as info:
-        evaluate(tiny_model_dir, "elitr_bench_qa_dev_st", [17])
+        evaluate(tiny_model_dir, "elitr_bench_qa_dev_st", [17], calls_log=recorded)
     assert "meeting_en_dev_002 question 1" in str(info.value) and "context length 1024" in str(info.value)
-    assert recorded == []
+    assert contexts(recorded) == []
 
 
 def test_single_turn_truncation_is_visible_and_counted(tiny_model_dir, data_dir, recorded, monkeypatch):
     monkeypatch.setenv(KEY_ENV, "sk-overflow-test-key-0123456789abcdef")
     with StubOpenAIServer(text="\\boxed{5}", models=()) as srv:
-        out = evaluate(tiny_model_dir, "elitr_bench_qa_dev_st", [17, 18], overflow="truncate", judge_url=srv.base_url)
+        out = evaluate(tiny_model_dir, "elitr_bench_qa_dev_st", [17, 18], overflow="truncate", judge_url=srv.base_url,
+                       calls_log=recorded)
     assert out["results"]["elitr_bench_qa_dev_st"]["prompts_truncated,judge"] == 2
     transcript = (data_dir / "elitr_bench/ELITR-minuting-corpus/elitr-minuting-corpus-en/dev/meeting_en_dev_002/"
                   "transcript_MAN_annot16.txt").read_text().splitlines(keepends=True)
-    (prompts,) = recorded
+    (prompts,) = contexts(recorded)
     for prompt, sample in zip(prompts, out["samples"]["elitr_bench_qa_dev_st"]):
         assert prompt_tokens(tiny_model_dir, prompt) + MAX_GEN <= MAX_LENGTH
         assert sample["prompts_truncated"] == 1 and sample["arguments"][0][0] == prompt  # the log shows what was sent
@@ -99,20 +97,21 @@ def test_multi_turn_stops_before_generating(tiny_model_dir, data_dir, recorded):
     from lm_eval_ext.prompt_length import PromptTooLongError
 
     with pytest.raises(PromptTooLongError, match=r"2 prompt\(s\) of turn 1 do not fit .* at most 1016 prompt tokens"):
-        evaluate(tiny_model_dir, "elitr_bench_qa_dev_mt", [0, 17])
-    assert recorded == []
+        evaluate(tiny_model_dir, "elitr_bench_qa_dev_mt", [0, 17], calls_log=recorded)
+    assert contexts(recorded) == []
 
 
 def test_multi_turn_truncation_per_turn(tiny_model_dir, data_dir, recorded):
-    out = evaluate(tiny_model_dir, "elitr_bench_qa_dev_mt", [0, 1, 17, 18], overflow="truncate")
-    assert [len(call) for call in recorded] == [2, 2]
-    for prompt in (p for call in recorded for p in call):
+    out = evaluate(tiny_model_dir, "elitr_bench_qa_dev_mt", [0, 1, 17, 18], overflow="truncate", calls_log=recorded)
+    calls = contexts(recorded)
+    assert [len(call) for call in calls] == [2, 2]
+    for prompt in (p for call in calls for p in call):
         assert prompt_tokens(tiny_model_dir, prompt) + MAX_GEN <= MAX_LENGTH
     samples = out["samples"]["elitr_bench_qa_dev_mt"]
     assert all(json.loads(s["resps"][0][0])["truncated_lines"] > 0 for s in samples)
     # turn 2's context: the (shortened) first message, the model's own answer, the second question
     turn2 = json.loads(samples[1]["resps"][0][0])["messages"]
     assert [m["role"] for m in turn2] == ["user", "assistant", "user"]
-    assert recorded[1][0] == "".join(m["content"] for m in turn2)
+    assert calls[1][0] == "".join(m["content"] for m in turn2)
     assert re.search(r"transcript\.\n\n\n\nWho were the participants of the meeting\?$", turn2[0]["content"])
     assert json.dumps(turn2)  # the logged conversation is plain JSON

@@ -13,7 +13,6 @@ import zipfile
 import pytest
 from scipy import stats
 
-from doubles import LM_EVAL_EXT
 from doubles.stub_openai import StubOpenAIServer
 
 KEY_ENV = "LMX_ELITR_SCORE_KEY"
@@ -165,11 +164,11 @@ def test_samples_file_round_trip(run_cli, data_dir, tmp_path):
     judge_env = {KEY_ENV: KEY}
     with StubOpenAIServer(text="\\boxed{7}", models=()) as first, StubOpenAIServer(text="\\boxed{3}") as second:
         out = tmp_path / "out"
-        proc = run_cli([*LM_EVAL_EXT, "run", "--model", "ext-canned-gen", "--model_args", f"responses={responses}",
+        proc = run_cli(["lm-eval-ext", "run", "--model", "ext-canned-gen", "--model_args", f"responses={responses}",
                         "--tasks", "elitr_bench_qa_dev_st", "--limit", "4", "--log_samples", "--output_path", str(out),
                         "--metadata", json.dumps({"judge_base_url": first.base_url, "judge_api_key_env": KEY_ENV,
                                                  "judge_cache": "none"})],
-                       env=judge_env, timeout=600)
+                       env=judge_env)
         assert proc.returncode == 0, proc.stderr[-3000:]
         (samples,) = out.rglob("samples_elitr_bench_qa_dev_st_*.jsonl")
         stored = run_cli(["lm-eval-ext", "elitr", "score", str(samples), "--from-file", "--json", "--model-name", "mine"])

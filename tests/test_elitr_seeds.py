@@ -6,7 +6,6 @@ import math
 
 import pytest
 
-from doubles import LM_EVAL_EXT
 from doubles.stub_openai import StubOpenAIServer
 
 
@@ -55,12 +54,12 @@ def test_seed_runs_end_to_end(run_cli, data_dir, tmp_path):
         return {2023: "\\boxed{4}", 2024: "\\boxed{7}"}[request["seed"]]
 
     with StubOpenAIServer(responder=judge, models=()) as srv:
-        proc = run_cli([*LM_EVAL_EXT, "elitr", "seeds", "--seeds", "2023", "2024", "--json", "--",
+        proc = run_cli(["lm-eval-ext", "elitr", "seeds", "--seeds", "2023", "2024", "--json", "--",
                         "--model", "ext-canned-gen", "--model_args", f"responses={responses}",
                         "--tasks", "elitr_bench_qa_test2_st", "--limit", "2", "--output_path", str(tmp_path / "out"),
                         "--metadata", json.dumps({"judge_base_url": srv.base_url, "judge_api_key_env": key_env,
                                                  "judge_cache": "none"})],
-                       env={key_env: "sk-seeds-test-key-0123456789abcdef"}, timeout=600)
+                       env={key_env: "sk-seeds-test-key-0123456789abcdef"})
     assert proc.returncode == 0, proc.stderr[-3000:]
     report = json.loads(proc.stdout)
     assert [run.split("/")[-3] for run in report["runs"]] == ["seed_2023", "seed_2024"]

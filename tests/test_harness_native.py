@@ -19,7 +19,6 @@ from pathlib import Path
 
 import pytest
 
-from doubles import LM_EVAL, LM_EVAL_EXT
 from doubles import MODELS as DOUBLES
 from helpers.harness import skip_where_broken
 
@@ -57,23 +56,29 @@ def test_task_manager_and_models_see_the_plugin_in_process(tmp_path):
     assert get_model("hf").__name__ == "HFLM"  # the built-ins are still there
 
 
-def test_task_paths_go_where_the_harness_puts_plugin_tasks(monkeypatch):
+def test_task_paths_go_where_the_harness_puts_plugin_tasks(tmp_path, monkeypatch):
     """defaults < plugins < include_path, the plugins' also with include_defaults=False (#4015)."""
     import lm_eval.tasks.manager
     from lm_eval.tasks import TaskManager
-    from lm_eval.tasks._index import TaskIndex
 
     from lm_eval_ext import boundary
     from lm_eval_ext.paths import tasks_dir
 
-    built = []
-    monkeypatch.setattr(TaskIndex, "build", staticmethod(lambda paths, **kwargs: built.append(list(paths)) or {}))
+    folders = []
+    for name in ("b_mine", "a_yours"):  # names in the reverse of the order expected (not sorted by name)
+        (tmp_path / name).mkdir()
+        (tmp_path / name / f"{name}.yaml").write_text(f"task: {name}\ndataset_path: json\n"
+                                                      "output_type: loglikelihood\ndoc_to_text: x\ndoc_to_target: y\n")
+        folders.append(str(tmp_path / name))
+    manager = TaskManager(include_path=folders, include_defaults=False)
+    index = manager._task_index if boundary.features().private_task_index else manager.task_index  # renamed in 0.5
+    names = list(index)  # in the order the harness indexed the directories
+    assert names.index("lieder_base") < names.index("b_mine") < names.index("a_yours")
+    # with the built-ins: the harness's own directory first, then the plugin's (what the plugin's index is given)
     builtins = Path(lm_eval.tasks.manager.__file__).parent
-    TaskManager(include_path="mine")
-    TaskManager(include_path=["mine", "yours"], include_defaults=False)
+    assert boundary._with_plugin_tasks([builtins, Path("mine")], builtins) == [builtins, tasks_dir(), Path("mine")]
     monkeypatch.setitem(boundary._settings, "builtin_tasks", False)  # lm-eval-ext run, plugin tasks only
-    TaskManager()
-    assert built == [[builtins, tasks_dir(), Path("mine")], [tasks_dir(), Path("mine"), Path("yours")], [tasks_dir()]]
+    assert set(TaskManager().all_tasks) == set(TaskManager(include_defaults=False).all_tasks)
 
 
 def test_the_harness_keeps_its_own_arguments_and_warnings():
@@ -89,6 +94,7 @@ def test_the_harness_keeps_its_own_arguments_and_warnings():
 
 def test_importing_the_harness_imports_nothing_of_the_plugin(run_cli):
     """Until a model is looked up by name (or tasks are listed); then ext-replay is registered, no test double."""
+    # a fresh interpreter: what the start-up hook imports, from the start
     code = ("import sys, lm_eval, lm_eval.api.registry as r\n"
             "plugin = lambda: sorted(m for m in sys.modules if m.startswith('lm_eval_ext'))\n"
             "print(len(r.model_registry), plugin())\n"
@@ -101,6 +107,7 @@ def test_importing_the_harness_imports_nothing_of_the_plugin(run_cli):
 
 
 def test_opt_out_leaves_the_harness_alone(run_cli):
+    # fresh interpreters: the start-up hook reads LM_EVAL_EXT_AUTOLOAD as the interpreter starts
     code = "from lm_eval.tasks import TaskManager; print('lieder_base' in TaskManager(include_defaults=False).all_tasks)"
     assert run_cli([sys.executable, "-c", code]).stdout.split() == ["True"]
     proc = run_cli([sys.executable, "-c", code], env={"LM_EVAL_EXT_AUTOLOAD": "0"})
@@ -117,6 +124,7 @@ def test_opt_out_leaves_the_harness_alone(run_cli):
      "(ModuleNotFoundError: import of lm_eval_ext.autoload halted; None in sys.modules)"),
 ], ids=["activation-fails", "import-fails"])
 def test_a_broken_plugin_is_one_warning_and_the_harness_goes_on(run_cli, breakage, expected):
+    # a fresh interpreter: the plugin is broken in it before the harness is first imported
     code = breakage + (
         "from lm_eval.tasks import TaskManager\n"
         "from lm_eval.api.registry import get_model\n"
@@ -286,6 +294,7 @@ def _validate(python: Path, run_cli, *tasks: str):
 @skip_where_broken("validate")
 @pytest.mark.parametrize("editable", [False, True])
 def test_install_then_uninstall_in_a_fresh_venv(tmp_path, run_cli, editable, request, source_tree_builds):
+    # processes of that venv's interpreter: the installed wheel (or editable install) and its start-up hook
     python = _fresh_venv(tmp_path)
     site = Path(subprocess.check_output([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                                         text=True).strip())
@@ -327,24 +336,26 @@ def test_plain_lm_eval_lists_and_validates_every_plugin_task(run_cli, plain_task
     table = proc.stdout.replace(" ", "")
     for name in PLUGIN_TASKS:
         assert f"|{name}|" in table, f"{name} is not listed by plain `lm_eval ls tasks`"
-    proc = run_cli(["lm_eval", "validate", "--tasks", ",".join(PLUGIN_TASKS)], timeout=600)
+    proc = run_cli(["lm_eval", "validate", "--tasks", ",".join(PLUGIN_TASKS)])
     assert proc.returncode == 0 and "All tasks found and valid" in proc.stdout, proc.stdout + proc.stderr
 
 
 @pytest.mark.slow
 def test_python_api_and_both_commands_give_the_same_numbers(run_cli, data_dir, tmp_path):
     import lm_eval
+    from lm_eval.tasks import TaskManager
 
     table = tmp_path / "table.json"
     table.write_text(json.dumps({"entries": [], "default": -3.0}))
-    api = lm_eval.simple_evaluate(model="ext-loglik-table", model_args={"table": str(table)}, tasks=["lieder_base"])
+    api = lm_eval.simple_evaluate(model="ext-loglik-table", model_args={"table": str(table)}, tasks=["lieder_base"],
+                                  task_manager=TaskManager(include_defaults=False))
     numbers = {}
-    for command in ([*LM_EVAL, "run"], [*LM_EVAL_EXT, "run"]):
-        out = tmp_path / command[3]
+    for command in (["lm_eval", "run"], ["lm-eval-ext", "run"]):
+        out = tmp_path / command[0]
         proc = run_cli([*command, "--model", "ext-loglik-table", "--model_args", f"table={table}",
-                        "--tasks", "lieder_base", "--output_path", str(out)], timeout=600)
+                        "--tasks", "lieder_base", "--output_path", str(out)])
         assert proc.returncode == 0, proc.stderr[-3000:]
-        numbers[command[3]] = json.loads(next(out.rglob("results_*.json")).read_text())["results"]["lieder_base"]
+        numbers[command[0]] = json.loads(next(out.rglob("results_*.json")).read_text())["results"]["lieder_base"]
     expected = {k: v for k, v in api["results"]["lieder_base"].items() if k not in ("name", "alias")}
     for got in numbers.values():
         for key, value in expected.items():

@@ -2,10 +2,8 @@
 
 The tests are those of the installed harness version, from its sdist (``pip download``; the test is skipped
 when the package index cannot be reached): the task manager's, the registry's and the command line's, run
-in a fresh pytest process each way, outside this project (none of its conftest). Both processes read the
-test run's parse of the harness's built-in task YAMLs (doubles/builtin_index.py, through a conftest.py of
-their own), alike: the harness's index code runs as usual, only the ~14,000 files are not parsed again for
-each task manager the tests build. The one expected difference is a test whose expectation the harness's own
+in a pytest process of its own each way, outside this project (none of its conftest): the start-up hook is on
+or off for a whole interpreter. The one expected difference is a test whose expectation the harness's own
 plugin discovery (EleutherAI/lm-evaluation-harness PR #4015) changes the same way; each is listed in
 docs/architecture.md with the reason.
 """

@@ -227,7 +227,7 @@ def test_predict_only_keeps_the_answers_of_a_conversation_and_runs_nothing(out, 
                           f"table={inputs / 'table.json'},responses={inputs / 'responses.json'}",
                           "--tasks", "elitr_bench_qa_dev_mt,magnifico_direct_plausible", "--confirm_run_unsafe_code",
                           "--metadata", json.dumps({"qa_markers": True}), "--limit", "2", "--predict_only"],
-                         tmp_path / "predict")
+                         tmp_path / "predict", program="lm-eval-ext")
     run = Run.load(folder)
     for task in ("elitr_bench_qa_dev_mt", "magnifico_direct_plausible"):
         assert {k for k in run.results["results"][task] if "," in k} == {"bypass,none", "bypass_stderr,none"}

@@ -21,7 +21,6 @@ import pytest
 
 from doubles import LM_EVAL, LM_EVAL_EXT
 from doubles.stub_openai import StubOpenAIServer
-from helpers import preforked
 from helpers.judge import answering_the_probe, judge_calls
 from helpers.files import subprocess_env
 
@@ -69,8 +68,9 @@ def _interrupted(tmp_path: Path, program: list[str], signum: int, srv) -> tuple[
     env = subprocess_env({KEY_ENV: KEY})
     log = tmp_path / "stderr.txt"
     with log.open("w") as stderr:
-        proc = preforked.popen(_command(tmp_path, program, srv), env=env, cwd=tmp_path, stdout=subprocess.DEVNULL,
-                               stderr=stderr, preexec_fn=_ctrl_c_as_at_a_terminal)
+        # a process of its own: the signal ends it
+        proc = subprocess.Popen(_command(tmp_path, program, srv), env=env, cwd=tmp_path, stdout=subprocess.DEVNULL,
+                                stderr=stderr, preexec_fn=_ctrl_c_as_at_a_terminal)
         deadline = time.monotonic() + HANG_GUARD
         while not judge_calls(srv) and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -89,7 +89,7 @@ def _paragraph(stderr: str, run: Path, what: str) -> None:
 
 
 def _resumed(run_cli, tmp_path: Path, run: Path) -> dict:
-    proc = run_cli(["lm-eval-ext", "resume", str(run)], env={KEY_ENV: KEY}, timeout=600)
+    proc = run_cli(["lm-eval-ext", "resume", str(run)], env={KEY_ENV: KEY})
     assert proc.returncode == 0, proc.stderr[-3000:]
     (results,) = [json.loads(p.read_text()) for p in (tmp_path / "out").rglob("results_*.json")]
     return results["results"][TASK]
@@ -131,6 +131,7 @@ except KeyboardInterrupt:
 
 @pytest.mark.parametrize("setup", ["", "interrupts.handle_signals()"], ids=["lm_eval", "lm-eval-ext run"])
 def test_a_second_ctrl_c_stops_at_once(tmp_path, setup):
+    # a process of its own: Ctrl-C ends it
     proc = subprocess.Popen([sys.executable, "-c", SLOW_CLEANUP.format(setup=setup)], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, preexec_fn=_ctrl_c_as_at_a_terminal,
                             env={**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [

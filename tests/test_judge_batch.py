@@ -18,7 +18,6 @@ from lm_eval_ext.judge.batch import JudgeBatchDetached, read_output, request_lin
 from lm_eval_ext.judge.runner import Judge
 from doubles import LM_EVAL_EXT
 from doubles.stub_openai import StubOpenAIServer
-from helpers import preforked
 from helpers.files import subprocess_env
 
 KEY_ENV = "LMX_TEST_JUDGE_KEY"
@@ -194,8 +193,9 @@ def test_a_run_killed_mid_poll_is_finished_by_resume_paying_nothing_twice(run_cl
                  json.dumps({"judge_base_url": srv.base_url, "judge_api_key_env": KEY_ENV,
                              "judge_cache": str(tmp_path / "cache.sqlite"), "answers_dir": str(answers),
                              "judge_batch": True, "judge_batch_poll": 0.01})]
-        proc = preforked.popen([*LM_EVAL_EXT, "run", *flags], env=subprocess_env({KEY_ENV: KEY}),
-                               cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        # a process of its own: it is killed (SIGKILL)
+        proc = subprocess.Popen([*LM_EVAL_EXT, "run", *flags], env=subprocess_env({KEY_ENV: KEY}),
+                                cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 600
         while srv.batch_api.retrievals < 3 and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -206,7 +206,7 @@ def test_a_run_killed_mid_poll_is_finished_by_resume_paying_nothing_twice(run_cl
         (record,) = (run / "judge_batches").glob("batch-*.json")
         assert json.loads(record.read_text())["id"] == "batch-1"  # saved before the first poll
         srv.batch_api.polls_to_finish = 1
-        resumed = run_cli([*LM_EVAL_EXT, "resume", str(run)], env={KEY_ENV: KEY}, timeout=600)
+        resumed = run_cli(["lm-eval-ext", "resume", str(run)], env={KEY_ENV: KEY})
         assert resumed.returncode == 0, resumed.stderr[-3000:]
         assert srv.batch_api.creations == 1  # collected, not submitted again
         assert len(srv.batch_api.answered) == n == len(set(srv.batch_api.answered))

@@ -20,7 +20,6 @@ from lm_eval_ext.judge.client import CallBudget, JudgeClient, TransientError, ru
 from lm_eval_ext.judge.errors import JudgeUnreachableError
 from lm_eval_ext.judge.probe import probe
 from lm_eval_ext.judge.runner import Judge
-from doubles import LM_EVAL_EXT
 from doubles.stub_openai import StubOpenAIServer
 from helpers.judge import FAKE_KEY, KEY_ENV, config, items, score_by_index
 from helpers.judge_toy import judge_scoring_all, results_and_samples, write_task_dir
@@ -195,7 +194,7 @@ def test_a_judge_that_hangs_after_the_probe_stops_the_run_and_resume_finishes_it
     out, cache = tmp_path / "out", tmp_path / "judge_cache.sqlite"
     with StubOpenAIServer(responder=judge_scoring_all, fault_sequence=[None], faults={"trickle": 1.0},
                           models=()) as srv:
-        proc = run_cli([*LM_EVAL_EXT, "run", "--model", "ext-canned-gen",
+        proc = run_cli(["lm-eval-ext", "run", "--model", "ext-canned-gen",
                         "--model_args", f"responses={tmp_path / 'responses.json'}", "--tasks", "judged_toy",
                         "--include_path", str(folder), "--output_path", str(out), "--log_samples",
                         "--metadata", json.dumps({"judge_base_url": srv.base_url, "judge_api_key_env": KEY_ENV,
@@ -209,7 +208,7 @@ def test_a_judge_that_hangs_after_the_probe_stops_the_run_and_resume_finishes_it
     assert "3 judge calls in a row timed out or could not connect" in line
     saved = re.search(r"`lm-eval-ext resume (\S+)` finishes the judging", line).group(1)
     with StubOpenAIServer(responder=judge_scoring_all, models=()) as srv:
-        proc = run_cli([*LM_EVAL_EXT, "resume", saved, "--metadata",
+        proc = run_cli(["lm-eval-ext", "resume", saved, "--metadata",
                         json.dumps({"judge_base_url": srv.base_url, "judge_api_key_env": KEY_ENV,
                                     "judge_cache": str(cache)})],
                        env={KEY_ENV: FAKE_KEY}, timeout=300)

@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pytest
 
-from doubles import LM_EVAL, LM_EVAL_EXT
 from doubles.stub_openai import StubOpenAIServer
 from helpers.judge import is_probe, judge_calls
 from helpers.judge_toy import judge_or_answer, judge_scoring_all, results_and_samples, write_task_dir
@@ -133,13 +132,13 @@ def test_lm_eval_ext_run_and_secrets(task_dir, tmp_path, run_cli):
     # the probe (first POST) gets a clean reply; the judging that follows, rate limits and server errors
     with StubOpenAIServer(responder=judge_or_answer, faults={"429": 0.2, "500": 0.1}, retry_after="0.01",
                           fault_sequence=[None], models=()) as srv:
-        proc = run_cli([*LM_EVAL_EXT, "run", "--model", "ext-canned-gen",
+        proc = run_cli(["lm-eval-ext", "run", "--model", "ext-canned-gen",
                         "--model_args", f"responses={tmp_path / 'responses.json'}", "--tasks", "judged_toy",
                         "--include_path", str(task_dir), "--output_path", str(out), "--log_samples",
                         "--verbosity", "DEBUG",
                         "--metadata", json.dumps({"judge_base_url": srv.base_url, "judge_api_key_env": KEY_ENV,
                                                   "judge_cache": str(tmp_path / "judge_cache.sqlite")})],
-                       env={KEY_ENV: FAKE_KEY, "OPENAI_LOG": "debug"}, timeout=300)
+                       env={KEY_ENV: FAKE_KEY, "OPENAI_LOG": "debug"})
         assert proc.returncode == 0, proc.stderr[-3000:]
         assert all(r["headers"]["authorization"] == f"Bearer {FAKE_KEY}" for r in srv.requests)
     results, samples = results_and_samples(out, "judged_toy")
@@ -154,14 +153,14 @@ def test_plain_lm_eval_run_with_api_model(task_dir, tmp_path, run_cli):
     """Plain harness, no plugin import: `!function` paths, --metadata judge options, an API answering model."""
     out = tmp_path / "out"
     with StubOpenAIServer(responder=judge_or_answer, models=()) as srv:
-        proc = run_cli([*LM_EVAL, "run", "--model", "local-chat-completions",
+        proc = run_cli(["lm_eval", "run", "--model", "local-chat-completions",
                         "--model_args", f"base_url={srv.chat_url},model=stub-answerer,tokenizer_backend=None",
                         "--apply_chat_template", "--tasks", "judged_toy", "--include_path", str(task_dir),
                         "--output_path", str(out), "--log_samples",
                         "--metadata", json.dumps({"judge_base_url": srv.base_url, "judge_api_key_env": KEY_ENV,
                                                   "judge_cache": str(tmp_path / "judge_cache.sqlite"),
                                                   "judge_model": "cli-judge"})],
-                       env={KEY_ENV: FAKE_KEY}, timeout=300)
+                       env={KEY_ENV: FAKE_KEY})
         assert proc.returncode == 0, proc.stderr[-3000:]
         judge_models = {b["model"] for b in judge_calls(srv) if b["messages"][-1]["content"].startswith("###")}
     assert judge_models == {"cli-judge"}
@@ -179,12 +178,12 @@ def test_unreachable_judge_in_a_run_is_one_paragraph(task_dir, tmp_path, run_cli
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    proc = run_cli([*LM_EVAL_EXT, "run", "--model", "ext-canned-gen",
+    proc = run_cli(["lm-eval-ext", "run", "--model", "ext-canned-gen",
                     "--model_args", f"responses={tmp_path / 'responses.json'}", "--tasks", "judged_toy",
                     "--include_path", str(task_dir),
                     "--metadata", json.dumps({"judge_base_url": f"http://127.0.0.1:{port}/v1", "judge_api_key_env": KEY_ENV,
                                               "judge_cache": str(tmp_path / "c.sqlite"), "judge_retries": 1})],
-                   env={KEY_ENV: FAKE_KEY}, timeout=300)
+                   env={KEY_ENV: FAKE_KEY})
     assert proc.returncode == 2
     assert "check(s) failed before the model was loaded" in proc.stderr, proc.stderr[-2000:]
     assert f"judged_toy: The judge at 127.0.0.1:{port}" in proc.stderr and "cannot be reached" in proc.stderr

@@ -16,7 +16,6 @@ from lm_eval_ext.judge import JudgeItem, resolve_config
 from lm_eval_ext.judge.errors import JudgeConfigError
 from lm_eval_ext.judge.runner import Judge
 from lm_eval_ext.judge.usage import METER, JudgeCostLimitError, add_up
-from doubles import LM_EVAL_EXT
 from doubles.stub_openai import StubOpenAIServer
 from helpers.judge import scoring_the_answer, write_elitr_answers
 
@@ -157,7 +156,7 @@ def test_preflight_estimate_is_within_ten_percent_of_what_the_run_spent(run_cli,
     n, task = 8, "elitr_bench_qa_dev_st"
     write_elitr_answers(tmp_path / "responses.json", n)
     with StubOpenAIServer(responder=_feedback_judge, models=()) as srv:
-        proc = run_cli([*LM_EVAL_EXT, "run", "--model", "ext-canned-gen", "--model_args",
+        proc = run_cli(["lm-eval-ext", "run", "--model", "ext-canned-gen", "--model_args",
                         f"responses={tmp_path / 'responses.json'}", "--tasks", task, "--limit", str(n),
                         "--output_path", str(tmp_path / "out"), "--metadata",
                         json.dumps({"judge_base_url": srv.base_url, "judge_api_key_env": KEY_ENV,

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from doubles import LM_EVAL, LM_EVAL_EXT
 
 pytestmark = pytest.mark.filterwarnings("ignore")
 
@@ -39,7 +38,7 @@ def _no_generated_paragraph(url: str) -> str:
             f"silently lose its final token's log-probability. {WHAT_TO_DO}")
 
 
-def _command(srv, tokenizer_dir: Path, out: Path, program=(*LM_EVAL, "run")) -> list[str]:
+def _command(srv, tokenizer_dir: Path, out: Path, program=("lm_eval", "run")) -> list[str]:
     # the arguments docs/lieder.md gives for an OpenAI-compatible server
     return [*program, "--model", "local-completions", "--model_args",
             f"model=stub,base_url={srv.completions_url},tokenizer_backend=huggingface,tokenizer={tokenizer_dir},"
@@ -77,7 +76,7 @@ def test_good_server_gives_the_metrics_of_the_same_logprobs(run_cli, tiny_model_
 
     out = tmp_path / "out"
     with StubOpenAIServer(text="x") as srv:
-        proc = run_cli(_command(srv, tiny_model_dir, out), timeout=600)
+        proc = run_cli(_command(srv, tiny_model_dir, out))
         bodies = [r["body"] for r in srv.requests if r["method"] == "POST"]
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert all(b["echo"] is True and b["max_tokens"] == 1 and b["logprobs"] == 1 for b in bodies)
@@ -113,7 +112,7 @@ def test_broken_server_stops_the_run_with_one_paragraph(run_cli, tiny_model_dir,
     from doubles.stub_openai import StubOpenAIServer
 
     with StubOpenAIServer(text="x", logprobs_fault=fault) as srv:
-        proc = run_cli(_command(srv, tiny_model_dir, tmp_path / "out"), timeout=600)
+        proc = run_cli(_command(srv, tiny_model_dir, tmp_path / "out"))
         url = srv.completions_url
     # the plain harness's command too: the plugin's paragraph alone (lm_eval_ext/user_errors.py), exit 2
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
@@ -126,7 +125,7 @@ def test_lm_eval_ext_run_prints_the_paragraph_alone(run_cli, tiny_model_dir, dat
     from doubles.stub_openai import StubOpenAIServer
 
     with StubOpenAIServer(text="x", logprobs_fault="no_generated") as srv:
-        proc = run_cli(_command(srv, tiny_model_dir, tmp_path / "out", program=(*LM_EVAL_EXT, "run")), timeout=600)
+        proc = run_cli(_command(srv, tiny_model_dir, tmp_path / "out", program=("lm-eval-ext", "run")))
         url = srv.completions_url
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr

@@ -9,7 +9,6 @@ import pytest
 from lm_eval_ext.errors import UserError
 from lm_eval_ext.lieder.generator import generate, read_lexicon
 
-from doubles import LM_EVAL_EXT
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -66,7 +65,7 @@ def test_generate_then_run_through_the_cli(run_cli, data_dir, tmp_path):
     table = tmp_path / "table.json"
     table.write_text(json.dumps({"entries": entries, "default": None}))
     out = tmp_path / "out"
-    proc = run_cli([*LM_EVAL_EXT, "run", "--model", "ext-loglik-table", "--model_args", f"table={table}",
+    proc = run_cli(["lm-eval-ext", "run", "--model", "ext-loglik-table", "--model_args", f"table={table}",
                     "--tasks", "lieder_base", "--metadata", json.dumps({"stimuli_file": str(stimuli)}), "--output_path", str(out)])
     assert proc.returncode == 0, proc.stderr[-3000:]
     results = json.loads(next(out.rglob("results_*.json")).read_text())

@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 
-from doubles import LM_EVAL_EXT
 from helpers.files import FIXTURES, read_csv
 from helpers.prompts import read_fixture_jsonl
 
@@ -115,9 +114,9 @@ def test_a_limited_sweep_logs_and_records_its_coverage(run_cli, data_dir, tmp_pa
     from lm_eval_ext.report.build import build_report
 
     out = tmp_path / "out"
-    proc = run_cli([*LM_EVAL_EXT, "run", "--model", "ext-canned-gen", "--model_args", f"responses={_responses(tmp_path)}",
+    proc = run_cli(["lm-eval-ext", "run", "--model", "ext-canned-gen", "--model_args", f"responses={_responses(tmp_path)}",
                     "--tasks", TASK, "--limit", "7", "--metadata", json.dumps({"litm_qa_file": str(_qa_file(data_dir, tmp_path, 3))}),
-                    "--output_path", str(out), "--log_samples"], timeout=600)
+                    "--output_path", str(out), "--log_samples"])
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert (f"{TASK}: the gold positions are covered unevenly: {UNEVEN}. Documents go example by example and "
             "--limit N takes the first N") in proc.stderr

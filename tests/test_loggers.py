@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from doubles import LM_EVAL
 from doubles.stub_openai import StubOpenAIServer
 from helpers.harness import broken
 
@@ -29,10 +28,11 @@ def _sample_table(wandb_dir: Path, task: str) -> dict:
 def _run(run_cli, tmp_path: Path, name: str, model: list[str], tasks: str, extra: list[str], env: dict):
     out, wandb_dir = tmp_path / f"{name}_out", tmp_path / f"{name}_wandb"
     wandb_dir.mkdir()
-    proc = run_cli([*LM_EVAL, "run", *model, "--tasks", tasks, "--limit", str(LIMIT), "--log_samples",
+    # lm-eval-ext run: the harness's own run and loggers, its task index limited to the plugin's tasks
+    proc = run_cli(["lm-eval-ext", "run", *model, "--tasks", tasks, "--limit", str(LIMIT), "--log_samples",
                     "--output_path", str(out), "--wandb_args", f"project=lmx-{name},mode=offline,dir={wandb_dir}",
                     "--hf_hub_log_args", "push_results_to_hub=False,push_samples_to_hub=False", *extra],
-                   env={"WANDB_MODE": "offline", "WANDB_SILENT": "true", **env}, timeout=900)
+                   env={"WANDB_MODE": "offline", "WANDB_SILENT": "true", **env})
     assert proc.returncode == 0, proc.stderr[-3000:]
     if name == "lieder" and broken("wandb_loglikelihood"):  # the harness's own W&B table of log-likelihood tasks
         assert "Logging to W&B failed: list index out of range" in proc.stderr, proc.stderr[-3000:]

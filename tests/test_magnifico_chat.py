@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pytest
 
-from doubles import LM_EVAL
 
 pytestmark = pytest.mark.filterwarnings("ignore")
 
@@ -215,10 +214,10 @@ def test_chat_replies_score_what_the_same_query_scores_as_a_completion(data_dir,
     # a server that honours stop sequences changes nothing (none is sent), through the plain harness command
     out = tmp_path / "out"
     with StubOpenAIServer(responder=_chat_reply(script), honour_stop=True) as srv:
-        proc = run_cli([*LM_EVAL, "run", "--model", "local-chat-completions", "--model_args",
+        proc = run_cli(["lm_eval", "run", "--model", "local-chat-completions", "--model_args",
                         f"base_url={srv.chat_url},model=stub", "--apply_chat_template", "--tasks", TASK,
                         "--limit", str(LIMIT), "--metadata", json.dumps({"interpretations": INTERPRETATION}),
-                        "--confirm_run_unsafe_code", "--output_path", str(out), "--log_samples"], timeout=600)
+                        "--confirm_run_unsafe_code", "--output_path", str(out), "--log_samples"])
     assert proc.returncode == 0, proc.stderr[-3000:]
     (results_file,) = out.rglob("results_*.json")
     (samples_file,) = out.rglob(f"samples_{TASK}_*.jsonl")

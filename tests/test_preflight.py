@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from doubles import LM_EVAL, LM_EVAL_EXT
 from doubles.stub_openai import StubOpenAIServer
 from helpers.judge import answering_the_probe, judge_calls
 
@@ -36,7 +35,7 @@ def _canned(tmp_path: Path) -> list[str]:
     ("elitr_bench_qa_dev_stt", "Did you mean: elitr_bench_qa_dev_st"),
 ])
 def test_misspelled_task_names(run_cli, tmp_path, tasks, expected):
-    proc = run_cli([*LM_EVAL_EXT, "run", *_canned(tmp_path), "--tasks", tasks], timeout=300)
+    proc = run_cli(["lm-eval-ext", "run", *_canned(tmp_path), "--tasks", tasks])
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     (paragraph,) = _paragraphs(proc.stderr)
     assert expected in paragraph
@@ -46,8 +45,8 @@ def test_misspelled_task_names(run_cli, tmp_path, tasks, expected):
 def test_every_problem_is_reported_at_once(run_cli, tmp_path):
     blocker = tmp_path / "a_file"
     blocker.write_text("")
-    proc = run_cli([*LM_EVAL_EXT, "check", "--model", "hff", "--tasks", "magnifico_direct_base",
-                    "--output_path", str(blocker / "out")], timeout=300)
+    proc = run_cli(["lm-eval-ext", "check", "--model", "hff", "--tasks", "magnifico_direct_base",
+                    "--output_path", str(blocker / "out")])
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     model, unsafe, output = _paragraphs(proc.stderr)
     assert model.startswith("Unknown model 'hff' in --model. Did you mean: hf?")
@@ -57,7 +56,7 @@ def test_every_problem_is_reported_at_once(run_cli, tmp_path):
 
 @pytest.mark.parametrize("limit", ["0", "-1", "2.5"])
 def test_bad_limits(run_cli, tmp_path, limit):
-    proc = run_cli([*LM_EVAL_EXT, "run", *_canned(tmp_path), "--tasks", "lieder_base", "--limit", limit])
+    proc = run_cli(["lm-eval-ext", "run", *_canned(tmp_path), "--tasks", "lieder_base", "--limit", limit])
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     (paragraph,) = _paragraphs(proc.stderr)
     assert paragraph.startswith(f"--limit {float(limit):g}")
@@ -66,7 +65,7 @@ def test_bad_limits(run_cli, tmp_path, limit):
 def test_missing_data_is_found_before_the_model(run_cli, tmp_path):
     empty = tmp_path / "mirror"
     empty.mkdir()
-    proc = run_cli([*LM_EVAL_EXT, "run", *_canned(tmp_path), "--tasks", "lieder_base"],
+    proc = run_cli(["lm-eval-ext", "run", *_canned(tmp_path), "--tasks", "lieder_base"],
                    env={"LM_EVAL_EXT_DATA_DIR": str(empty), "LM_EVAL_EXT_OFFLINE": "1"})
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     (paragraph,) = _paragraphs(proc.stderr)
@@ -75,8 +74,8 @@ def test_missing_data_is_found_before_the_model(run_cli, tmp_path):
 
 
 def test_items_without_a_database_are_counted_before_the_run(run_cli, data_dir, tmp_path):
-    proc = run_cli([*LM_EVAL_EXT, "check", "--tasks", "magnifico_direct_base", "--confirm_run_unsafe_code",
-                    "--metadata", json.dumps({"interpretations": "maximum"})], timeout=600)
+    proc = run_cli(["lm-eval-ext", "check", "--tasks", "magnifico_direct_base", "--confirm_run_unsafe_code",
+                    "--metadata", json.dumps({"interpretations": "maximum"})])
     assert proc.returncode == 0, proc.stderr[-3000:]
     missing = sum(1 for line in (data_dir / "magnifico/magnifico_data/maximum/baseline/test.tsv").read_text()
                   .splitlines()[1:] if line.split("\t")[1].startswith("baseball_1:"))
@@ -86,9 +85,9 @@ def test_items_without_a_database_are_counted_before_the_run(run_cli, data_dir, 
             "within its budget)") in proc.stdout
 
 
-def _judged_run(run_cli, tmp_path, judge_options: dict, env: dict, command=(*LM_EVAL_EXT, "run")):
+def _judged_run(run_cli, tmp_path, judge_options: dict, env: dict, command=("lm-eval-ext", "run")):
     return run_cli([*command, *_canned(tmp_path), "--tasks", "elitr_bench_qa_dev_st", "--limit", "2",
-                    "--metadata", json.dumps({**judge_options, "judge_cache": "none"})], env=env, timeout=600)
+                    "--metadata", json.dumps({**judge_options, "judge_cache": "none"})], env=env)
 
 
 def test_judge_without_a_key(run_cli, data_dir, tmp_path):
@@ -123,24 +122,24 @@ def test_unreachable_judge_with_the_plain_harness_stops_before_generating(run_cl
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     proc = _judged_run(run_cli, tmp_path, {"judge_base_url": f"http://127.0.0.1:{port}/v1", "judge_api_key_env": KEY_ENV},
-                       {KEY_ENV: KEY}, command=(*LM_EVAL, "run"))
+                       {KEY_ENV: KEY}, command=("lm_eval", "run"))
     assert proc.returncode != 0
     assert f"The judge at 127.0.0.1:{port}" in proc.stderr and "cannot be reached" in proc.stderr
     assert not (tmp_path / "calls.jsonl").exists()
 
 
 def test_predict_only_needs_no_judge(run_cli, data_dir, tmp_path):
-    proc = run_cli([*LM_EVAL_EXT, "check", "--tasks", "elitr_bench_qa_dev_st", "--predict_only", "--output_path",
-                    str(tmp_path / "out")], env={"OPENAI_API_KEY": ""}, timeout=600)
+    proc = run_cli(["lm-eval-ext", "check", "--tasks", "elitr_bench_qa_dev_st", "--predict_only", "--output_path",
+                    str(tmp_path / "out")], env={"OPENAI_API_KEY": ""})
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "every check passed" in proc.stdout and "not checked: --predict_only" in proc.stdout
 
 
 def test_check_with_judge_flags_probes_the_judge_once(run_cli, data_dir, tmp_path):
     with StubOpenAIServer(responder=answering_the_probe(lambda request: "\\boxed{5}"), models=["gpt-4o"]) as srv:
-        proc = run_cli([*LM_EVAL_EXT, "check", "--tasks", "elitr_bench_qa_dev_st,elitr_bench_qa_dev_mt",
+        proc = run_cli(["lm-eval-ext", "check", "--tasks", "elitr_bench_qa_dev_st,elitr_bench_qa_dev_mt",
                         "--judge-base-url", srv.base_url, "--judge-model", "gpt-4o", "--judge-api-key-env", KEY_ENV],
-                       env={KEY_ENV: KEY}, timeout=600)
+                       env={KEY_ENV: KEY})
         posts = [r for r in srv.requests if r["method"] == "POST"]
         assert not judge_calls(srv) and len(posts) == 1  # the same judge for both tasks: probed once
         assert posts[0]["body"]["model"] == "gpt-4o"

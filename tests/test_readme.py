@@ -68,7 +68,7 @@ def test_lm_eval_commands_as_written(run_cli, tiny_model_dir, data_dir, tmp_path
         if argv == plain_task_listing.args:  # this very command, run once per test run for the listing tests
             proc = plain_task_listing
         else:
-            proc = run_cli(argv, cwd=tmp_path, timeout=900)
+            proc = run_cli(argv, cwd=tmp_path)
         assert proc.returncode == 0, f"{command}\n{proc.stderr[-3000:]}"
         if argv[1] == "run":
             assert len(list((tmp_path / "results").rglob("results_*.json"))) == 1, command
@@ -83,6 +83,7 @@ def test_simple_evaluate_as_written(run_cli, tiny_model_dir, data_dir, tmp_path)
     assert script.count('tasks=["lieder_base"]') == 1, snippet
     script = script.replace('tasks=["lieder_base"]', 'tasks=["lieder_base"], limit=2')
     script += 'print("scored:", sorted(results["results"]["lieder_base"]))\n'
+    # a process of its own: a script as a user runs it, the plugin found by the start-up hook of a fresh interpreter
     proc = run_cli([sys.executable, "-c", script], cwd=tmp_path, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "scored: " in proc.stdout and "'acc,none'" in proc.stdout, proc.stdout[-2000:]

@@ -17,9 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from doubles import LM_EVAL, LM_EVAL_EXT
+from doubles import LM_EVAL_EXT
 from doubles.stub_openai import StubOpenAIServer
-from helpers import preforked
 from helpers.judge import answering_the_probe, is_probe, judge_calls
 from helpers.files import subprocess_env
 
@@ -77,8 +76,9 @@ def test_judging_killed_midway_is_finished_by_resume(run_cli, data_dir, tmp_path
     flags, answers = _setup(tmp_path)
     env = subprocess_env({KEY_ENV: KEY})
     with StubOpenAIServer(responder=answering_the_probe(scores), models=(), delay_s=0.5) as srv:
-        proc = preforked.popen([*LM_EVAL_EXT, "run", *flags, *_metadata(srv, tmp_path, answers)], env=env, cwd=tmp_path,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        # a process of its own: it is killed (SIGKILL)
+        proc = subprocess.Popen([*LM_EVAL_EXT, "run", *flags, *_metadata(srv, tmp_path, answers)], env=env, cwd=tmp_path,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         deadline = time.monotonic() + 300
         while len(judge_calls(srv)) < 3 and time.monotonic() < deadline and proc.poll() is None:
             time.sleep(0.05)
@@ -95,7 +95,7 @@ def test_judging_killed_midway_is_finished_by_resume(run_cli, data_dir, tmp_path
         assert cached >= 2  # what the judge answered before the kill was kept
 
         srv.delay_s = 0
-        proc = run_cli([*LM_EVAL_EXT, "resume", str(run)], env={KEY_ENV: KEY}, timeout=600)
+        proc = run_cli(["lm-eval-ext", "resume", str(run)], env={KEY_ENV: KEY})
         assert proc.returncode == 0, proc.stderr[-3000:]
         after = judge_calls(srv)[before:]
     assert len(after) == N - cached  # 0 repeated judge calls for the items judged before the kill
@@ -114,14 +114,14 @@ def test_lm_eval_ext_run_keeps_the_answers_the_judge_failed_on(run_cli, data_dir
     flags, answers = _setup(tmp_path)
     sequence = [None, None, None, "500"]  # the probe, A3, A4, then a server error for A5
     with StubOpenAIServer(responder=answering_the_probe(scores), models=(), fault_sequence=sequence) as srv:
-        proc = run_cli([*LM_EVAL_EXT, "run", *flags, *_metadata(srv, tmp_path, answers, judge_retries=0)],
-                       env={KEY_ENV: KEY}, timeout=600)
+        proc = run_cli(["lm-eval-ext", "run", *flags, *_metadata(srv, tmp_path, answers, judge_retries=0)],
+                       env={KEY_ENV: KEY})
         assert proc.returncode == 0, proc.stderr[-3000:]
         (run,) = answers.iterdir()
         assert (f"lm-eval-ext: note: the judge failed on 1 answer(s), so the run's answers are kept in {run}: "
                 f"`lm-eval-ext resume {run}` judges them again") in proc.stderr
         before = len(judge_calls(srv))
-        proc = run_cli([*LM_EVAL_EXT, "resume", str(run)], env={KEY_ENV: KEY}, timeout=600)
+        proc = run_cli(["lm-eval-ext", "resume", str(run)], env={KEY_ENV: KEY})
         assert proc.returncode == 0, proc.stderr[-3000:]
         assert [_answer_of(body) for body in judge_calls(srv)[before:]] == ["A5"]
     assert not run.exists()  # judged in full: the answers are removed
@@ -136,9 +136,9 @@ def test_a_resumed_run_is_the_same_run_in_results_report_and_export(run_cli, dat
     # one at a time, in order: the probe, then A3, A4, A5 (a server error), A6, A7, A8
     sequence = [None, None, None, "500"]
     with StubOpenAIServer(responder=answering_the_probe(scores), models=(), fault_sequence=sequence) as srv:
-        proc = run_cli([*LM_EVAL, "run", *flags, *_metadata(srv, tmp_path, answers, judge_retries=0,
+        proc = run_cli(["lm_eval", "run", *flags, *_metadata(srv, tmp_path, answers, judge_retries=0,
                                                            max_length=10**6)],
-                       env={KEY_ENV: KEY}, timeout=600)
+                       env={KEY_ENV: KEY})
         assert proc.returncode == 0, proc.stderr[-3000:]
         (first,) = _results(tmp_path / "out")
         assert math.isnan(first["results"][TASK]["score,judge"])  # never the mean of the five others
@@ -148,7 +148,7 @@ def test_a_resumed_run_is_the_same_run_in_results_report_and_export(run_cli, dat
         assert f"`lm-eval-ext resume {run}` judges them again" in proc.stderr
 
         before = len(judge_calls(srv))
-        proc = run_cli([*LM_EVAL_EXT, "resume", str(run)], env={KEY_ENV: KEY}, timeout=600)
+        proc = run_cli(["lm-eval-ext", "resume", str(run)], env={KEY_ENV: KEY})
         assert proc.returncode == 0, proc.stderr[-3000:]
         assert [_answer_of(body) for body in judge_calls(srv)[before:]] == ["A5"]  # only the failed answer
     assert _generations(tmp_path) == N
@@ -190,15 +190,15 @@ def test_a_judge_lost_during_the_run_names_the_command_that_finishes(run_cli, da
     # the probe and two verdicts come through; then the judge drops every connection
     sequence = [None, None, None] + ["drop"] * 40
     with StubOpenAIServer(responder=answering_the_probe(scores), models=(), fault_sequence=sequence) as srv:
-        proc = run_cli([*LM_EVAL_EXT, "run", *flags, *_metadata(srv, tmp_path, answers, judge_retries=1)],
-                       env={KEY_ENV: KEY}, timeout=600)
+        proc = run_cli(["lm-eval-ext", "run", *flags, *_metadata(srv, tmp_path, answers, judge_retries=1)],
+                       env={KEY_ENV: KEY})
         assert proc.returncode == 2 and "Traceback" not in proc.stderr
         (run,) = answers.iterdir()
         error = proc.stderr[proc.stderr.index("lm-eval-ext: error:"):]
         assert "The answers were saved before judging" in error and f"`lm-eval-ext resume {run}`" in error
         srv.fault_sequence.clear()
         before = len([r for r in srv.requests if r["method"] == "POST" and r["fault"] is None and not is_probe(r["body"])])
-        proc = run_cli([*LM_EVAL_EXT, "resume", str(run)], env={KEY_ENV: KEY}, timeout=600)
+        proc = run_cli(["lm-eval-ext", "resume", str(run)], env={KEY_ENV: KEY})
         assert proc.returncode == 0, proc.stderr[-3000:]
         answered = [r for r in srv.requests if r["method"] == "POST" and r["fault"] is None and not is_probe(r["body"])]
         assert before == 2 and len(answered) - before == N - 2  # the two verdicts given before came from the cache
@@ -213,7 +213,8 @@ def test_results_that_cannot_be_written_fail_the_run_and_resume_writes_them(run_
     flags = ["--model", "ext-loglik-table", "--model_args", f"table={table}", "--tasks", "lieder_base", "--limit", "4",
              "--metadata", json.dumps({"answers_dir": str(answers)})]
     # 16 kB: the answers fit, the results file (larger) is cut short. A full disk: every file of the run stops growing
-    # there (RLIMIT_FSIZE; Python ignores SIGXFSZ, so a write past the limit fails with EFBIG)
+    # there (RLIMIT_FSIZE, in a process of its own: the limit is the process's; Python ignores SIGXFSZ, so a write
+    # past the limit fails with EFBIG)
     proc = run_cli([*LM_EVAL_EXT, "run", *flags, "--output_path", tmp_path / "out"], file_size_limit=16384)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
     (cut,) = (tmp_path / "out").rglob("results_*.json.incomplete")
@@ -223,10 +224,10 @@ def test_results_that_cannot_be_written_fail_the_run_and_resume_writes_them(run_
             f"disk or a read-only directory?). The answers are saved in {saved}: `lm-eval-ext resume {saved} "
             "--output_path DIR` scores them again and writes the results to a writable DIR.") in proc.stderr
 
-    resumed = run_cli([*LM_EVAL_EXT, "resume", saved, "--output_path", tmp_path / "again"])
+    resumed = run_cli(["lm-eval-ext", "resume", saved, "--output_path", tmp_path / "again"])
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     (written,) = _results(tmp_path / "again")
-    direct = run_cli([*LM_EVAL_EXT, "run", *flags, "--output_path", tmp_path / "direct"])
+    direct = run_cli(["lm-eval-ext", "run", *flags, "--output_path", tmp_path / "direct"])
     assert direct.returncode == 0, direct.stderr[-3000:]
     (expected,) = _results(tmp_path / "direct")
     assert written["results"] == expected["results"] and written["n-samples"] == expected["n-samples"]
@@ -242,6 +243,7 @@ def test_samples_that_cannot_be_written_fail_the_run_and_resume_writes_them(run_
     flags = ["--model", "ext-loglik-table", "--model_args", f"table={table}", "--tasks", "lieder_base", "--limit", "4",
              "--log_samples", "--metadata", json.dumps({"answers_dir": str(answers)})]
     # 24 kB: the answers and the results file (about 21 kB) fit, the samples file (about 32 kB) does not
+    # a process of its own: the file-size limit is the process's
     proc = run_cli([*LM_EVAL_EXT, "run", *flags, "--output_path", tmp_path / "out"], file_size_limit=24576)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
     (results,) = (tmp_path / "out").rglob("results_*.json")
@@ -254,7 +256,7 @@ def test_samples_that_cannot_be_written_fail_the_run_and_resume_writes_them(run_
             f"`lm-eval-ext resume {saved} --output_path DIR` scores them again and writes the results to a writable "
             "DIR.") in proc.stderr
 
-    resumed = run_cli([*LM_EVAL_EXT, "resume", saved, "--output_path", tmp_path / "again"])
+    resumed = run_cli(["lm-eval-ext", "resume", saved, "--output_path", tmp_path / "again"])
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     (samples,) = (tmp_path / "again").rglob("samples_lieder_base_*.jsonl")
     assert sorted(json.loads(line)["doc_id"] for line in samples.read_text().splitlines()) == [0, 1, 2, 3]

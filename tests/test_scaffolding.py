@@ -170,87 +170,6 @@ def test_data_layer_isolated_in_tests_and_subprocesses(run_cli, tmp_path_factory
     assert proc.stdout.split() == [str(cache), "LM_EVAL_EXT_OFFLINE=1"]
 
 
-ENV_REPORT_FIRST = """
-import json, sys
-assert "torch" not in sys.modules  # the suite's start-up installed the hook, importing nothing of torch
-from lm_eval.loggers.utils import add_env_info
-from torch.utils import collect_env
-stored = {}
-add_env_info(stored)
-print(json.dumps([collect_env.get_pretty_env_info.__module__, stored["pretty_env_info"]]))
-"""
-ENV_REPORT_LATER = """
-import json
-from torch.utils import collect_env
-def make():
-    raise AssertionError("the report was made again")
-collect_env.get_pretty_env_info = make
-from doubles import env_report
-env_report.install()
-from lm_eval.loggers.utils import add_env_info
-stored = {}
-add_env_info(stored)
-print(json.dumps(stored["pretty_env_info"]))
-"""
-
-
-def test_torchs_environment_report_is_made_once_per_run_and_reused(run_cli, tmp_path):
-    """doubles/env_report.py: the first process makes the report with torch's own function (hooked by the suite's
-    start-up, tests/startup), the next reads it (hooked after torch's module was imported)."""
-    from doubles import env_report
-
-    env = {env_report.ENV: str(tmp_path / "reports")}
-    first = run_cli(["python", "-c", ENV_REPORT_FIRST], env=env)
-    assert first.returncode == 0, first.stderr[-3000:]
-    module, report = json.loads(first.stdout.splitlines()[-1])
-    assert module == "doubles.env_report"
-    assert "PyTorch version: " in report and "Versions of relevant libraries" in report
-    (made,) = (tmp_path / "reports").glob("*.txt")
-    assert made.read_text(encoding="utf-8") == report
-    later = run_cli(["python", "-c", ENV_REPORT_LATER], env=env)
-    assert later.returncode == 0, later.stderr[-3000:]
-    assert json.loads(later.stdout.splitlines()[-1]) == report
-
-
-HOOKED = """
-import sys
-from pathlib import Path
-assert not {"torch", "lm_eval"} & set(sys.modules)  # the start-up imports neither
-import lm_eval.tasks._index, lm_eval.tasks._yaml_loader, lm_eval.tasks.manager
-from torch.utils import collect_env
-from doubles import builtin_index
-print(*(getattr(f, "reused", False) for f in (lm_eval.tasks._index.load_yaml, lm_eval.tasks.manager.load_yaml,
-                                               collect_env.get_pretty_env_info)))
-built_in = Path(lm_eval.tasks._index.__file__).parent / "hellaswag" / "hellaswag.yaml"
-parsed = lm_eval.tasks._index.load_yaml(built_in, resolve_func=False)
-print(len(builtin_index._parsed) > 10_000, parsed == lm_eval.tasks._yaml_loader.load_yaml(built_in, resolve_func=False))
-"""
-
-
-def test_the_suites_start_up_hooks_every_process_it_starts_unless_turned_off(run_cli):
-    """tests/startup/sitecustomize.py, in a process run_cli starts: the harness's two YAML parsers read the test run's
-    parse of the built-in YAMLs (the same dict as the harness's own parse), torch's environment report is the run's;
-    with the variables empty, neither."""
-    from doubles import builtin_index, env_report
-
-    hooked = run_cli(["python", "-c", HOOKED])
-    assert hooked.returncode == 0, hooked.stderr[-3000:]
-    assert hooked.stdout.split() == ["True"] * 5  # hooked; a built-in file read from the run's parse, as parsed
-    plain = run_cli(["python", "-c", HOOKED], env={builtin_index.ENV: "", env_report.ENV: ""})
-    assert plain.returncode == 0, plain.stderr[-3000:]
-    assert plain.stdout.split() == ["False"] * 4 + ["True"]
-
-
-def test_a_listing_with_the_runs_parse_of_the_built_in_yamls_is_the_listing_as_typed(
-        plain_task_listing, plain_task_listing_with_tasks_dir):
-    """doubles/builtin_index.py changes nothing the harness makes of its YAMLs: ``lm_eval ls tasks`` as typed (the
-    harness parses every YAML itself) and with the test run's parse (the plugin's tasks from --include_path) print
-    the same table of ~14,700 tasks, groups and tags, each with its file and output type."""
-    assert plain_task_listing.returncode == plain_task_listing_with_tasks_dir.returncode == 0
-    assert len(plain_task_listing.stdout.splitlines()) > 14_000
-    assert plain_task_listing_with_tasks_dir.stdout == plain_task_listing.stdout
-
-
 REQUIRES_DATA_DEMO = """
 import pytest
 
@@ -300,7 +219,7 @@ def test_where(n):
 @pytest.mark.slow  # a pytest session in a subprocess
 def test_an_xdist_group_runs_on_one_worker(pytester):
     """The suite's expensive module fixtures are built once because `--dist loadgroup` keeps their module on one
-    worker (docs/testing.md, Speed). Some pytest and pytest-xdist versions together stop grouping without a
+    worker (docs/testing.md, Adding a test). Some pytest and pytest-xdist versions together stop grouping without a
     word (pytest-dev/pytest-xdist#1386): then every worker would build them again."""
     pytester.makepyfile(test_grouped=GROUPED_DEMO)
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "2", "--dist", "loadgroup", "-v")
@@ -331,176 +250,52 @@ def _table(tmp_path, default=None, drop=()):
     return path
 
 
+# -- commands run in this process (helpers/commands.py) ----------------------
+
+
 @pytest.mark.slow
-def test_a_doubles_command_forked_from_the_preloaded_server_ends_as_a_fresh_one(run_cli, tmp_path, monkeypatch):
-    """helpers/preforked.py: the same exit status, output and last line of a traceback as a fresh interpreter."""
+def test_a_command_in_this_process_ends_as_in_a_fresh_interpreter(run_cli, tmp_path):
+    """The same exit status, output and last line of stderr as the same command in a process of its own (the
+    test doubles' ``python -m doubles``): a status, the plugin's paragraph, argparse's error, a traceback."""
     from doubles import LM_EVAL, LM_EVAL_EXT
-    from helpers import preforked
 
     (tmp_path / "here").mkdir()
-    commands = {  # command -> its exit status
-        (*LM_EVAL_EXT, "--version"): 0,
-        (*LM_EVAL_EXT, "report", "nowhere", "-o", "r"): 2,  # the plugin's paragraph; a path relative to cwd
-        (*LM_EVAL[:3], "bogus"): 1,  # sys.exit with a message
-        (*LM_EVAL, "run", "--model", "no-such-model", "--tasks", "lieder_base"): 1,  # the harness's traceback
+    commands = {  # arguments -> (program, exit status)
+        ("--version",): ("lm-eval-ext", 0),
+        ("report", "nowhere", "-o", "r"): ("lm-eval-ext", 2),  # the plugin's paragraph; a path relative to cwd
+        ("bogus",): ("lm_eval", 2),  # argparse's error
+        ("run", "--model", "hf", "--tasks", "lieder_base", "--model_args", "{bad"): ("lm_eval", 1),  # a traceback
     }
-    for command, status in commands.items():
-        served = preforked.served
-        forked = run_cli(command, cwd=tmp_path / "here")
-        assert preforked.served == served + 1, "run_cli started a fresh interpreter for a python -m doubles command"
-        fresh = run_cli(command, cwd=tmp_path / "here", fresh=True)
-        assert preforked.served == served + 1
-        assert forked.returncode == fresh.returncode == status, (command, forked.stderr[-2000:])
-        assert forked.stdout.splitlines()[-1:] == fresh.stdout.splitlines()[-1:], command
-        assert forked.stderr.splitlines()[-1:] == fresh.stderr.splitlines()[-1:], command
-        assert ("Traceback" in forked.stderr) == ("Traceback" in fresh.stderr), command
-    # commands whose start-up variables differ each get a server, more of them than a worker keeps (servers that
-    # preload nothing: what they import does not matter here), in a pool of their own: the worker's servers stay
-    # for the tests after this one instead of being started again
-    monkeypatch.setattr(preforked, "_servers", {})
-    try:
-        for n in range(preforked.MAX_SERVERS + 1):
-            served = preforked.served
-            env = {"HF_HOME": str(tmp_path / f"hf{n}"), "PREFORKED_PRELOAD": ""}
-            proc = run_cli([*LM_EVAL_EXT, "--version"], env=env)
-            assert proc.returncode == 0 and preforked.served == served + 1, n
-        assert len(preforked._servers) == preforked.MAX_SERVERS
-    finally:
-        for server in preforked._servers.values():
-            server.stop()
-
-
-# module -> (its source, exit status, standard output): what an interpreter does as it ends
-ENDINGS = {
-    "interrupted": ('import atexit, threading, time\n'
-                    'atexit.register(lambda: print("atexit ran"))\n'
-                    'threading.Thread(target=lambda: (time.sleep(0.1), print("thread done"))).start()\n'
-                    'print("main")\n'
-                    'raise KeyboardInterrupt\n', -2, "main\nthread done\natexit ran\n"),
-    "status": ('import sys\nprint("unflushed", end="")\nsys.exit(3)\n', 3, "unflushed"),
-    "message": ('import sys\nsys.exit({"not": "a status"})\n', 1, ""),
-    "error": ('raise ValueError("the last line")\n', 1, ""),
-    "flush_fails": ('import os\nprint("never written")\nos.close(1)\n', 120, ""),
-    "c_stdio": ('import ctypes\nctypes.CDLL(None).printf(b"from C\\n")\n', 0, "from C\n"),  # C's buffered stdout
-    # a file a library's module holds: only the teardown of that module flushes it
-    "left_open": ('import json\njson.handle = open("left-open.txt", "w")\njson.handle.write("written, never closed")\n',
-                  0, ""),
-}
+    for args, (program, status) in commands.items():
+        here = run_cli([program, *args], cwd=tmp_path / "here")
+        fresh = run_cli([*{"lm_eval": LM_EVAL, "lm-eval-ext": LM_EVAL_EXT}[program], *args], cwd=tmp_path / "here")
+        assert here.returncode == fresh.returncode == status, (args, here.stderr[-2000:], fresh.stderr[-2000:])
+        assert here.stdout == fresh.stdout, args
+        assert here.stderr.splitlines()[-1:] == fresh.stderr.splitlines()[-1:], args
+        assert ("Traceback" in here.stderr) == ("Traceback" in fresh.stderr), args
 
 
 @pytest.mark.slow
-def test_a_forked_command_ends_as_a_fresh_interpreter_ends_it(tmp_path, monkeypatch):
-    """helpers/preforked.py leaves out the teardown of a forked command's objects; everything else a fresh
-    ``python -m`` does as it ends still happens: the traceback, SystemExit's status and message, non-daemon
-    threads joined, atexit, files left open flushed, Python's and C's standard output flushed (120 when that fails),
-    an uncaught KeyboardInterrupt ending it by SIGINT."""
-    import subprocess
-    import sys
-
-    from helpers import preforked
-    from helpers.files import subprocess_env
-
-    modules = tmp_path / "modules"
-    modules.mkdir()
-    for name, (source, _, _) in ENDINGS.items():
-        (modules / f"{name}.py").write_text(source)
-    # buffered standard streams (PYTHONUNBUFFERED, which a machine may set, makes C's and Python's write through)
-    env = subprocess_env({"PYTHONPATH": str(modules), "PREFORKED_PRELOAD": "", "PYTHONUNBUFFERED": ""})
-    monkeypatch.setattr(preforked, "_servers", {})  # a server of its own: the worker's servers stay for other tests
-    server = preforked._server(env, idle=True)
-    try:
-        for name, (_, status, stdout) in ENDINGS.items():
-            ends = {}
-            for how in ("fresh", "forked"):
-                cwd = tmp_path / name / how
-                cwd.mkdir(parents=True)
-                cmd = [sys.executable, "-m", name]
-                proc = (subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=60)
-                        if how == "fresh" else
-                        server.run(cmd, cwd=str(cwd), env=env, timeout=60, input=None, file_size_limit=None))
-                files = {path.name: path.read_text() for path in cwd.iterdir()}
-                ends[how] = (proc.returncode, proc.stdout, proc.stderr.splitlines()[-1:], files)
-            assert ends["forked"] == ends["fresh"], name
-            assert ends["fresh"][:2] == (status, stdout), name
-        assert ends["fresh"][3] == {"left-open.txt": "written, never closed"}
-    finally:
-        server.busy.release()
-        server.stop()
-
-
-@pytest.mark.slow
-def test_torchruns_workers_fork_from_the_server_and_end_as_fresh_ones(run_cli, tmp_path):
-    """helpers/preforked.py, fork_launcher.py: under ``torchrun -m doubles``, each worker is forked from the server
-    and torchrun gets what a fresh worker gives it: its output and its exit status (test_multiprocess.py runs
-    whole tasks this way)."""
-    from doubles import LM_EVAL
-    from helpers import preforked
-
-    served = preforked.served
-    failed = run_cli([preforked.TORCHRUN, "--standalone", "--nproc_per_node", "2", "-m", "doubles", *LM_EVAL[3:],
-                      "bogus"], cwd=tmp_path)
-    assert preforked.served == served + 2, "torchrun's workers did not fork from the server"
-    # the first worker to fail ends with argparse's status 2, and torchrun with 1 (it stops the other, if still running)
-    assert failed.returncode == 1 and failed.stdout == "", failed.stderr[-3000:]
-    assert "invalid choice: 'bogus'" in failed.stderr and "ChildFailedError" in failed.stderr, failed.stderr
-    root_cause = re.search(r"Root Cause \(first observed failure\):\n\[0\]:(\n .*)*\n  exitcode  : (\d+) ", failed.stderr)
-    assert root_cause and root_cause[2] == "2", failed.stderr
-
-
-@pytest.mark.slow
-def test_a_doubles_command_a_test_signals_forks_and_takes_its_signals_as_a_fresh_one(tmp_path):
-    """helpers/preforked.py ``popen``, fork_launcher.py: a ``python -m doubles...`` command a test signals or kills
-    (test_interrupts.py, test_resume.py, test_judge_batch.py) is forked from the server, uses the ``Popen``'s pipes,
-    and ends as a fresh interpreter does under the same signal: Ctrl-C raises KeyboardInterrupt unless SIGINT was
-    ignored when it started (``preexec_fn``), and SIGKILL kills it. The command: the stub server, which serves until
-    its stdin closes."""
+def test_what_a_command_sets_for_its_process_is_put_back(run_cli, tmp_path):
+    """``lm-eval-ext run`` takes SIGTERM and SIGINT, the harness sets up its log handler, the test gives an
+    environment variable: the next test finds this process as it was, and the harness's handler writes to stderr."""
+    import logging
     import signal
-    import subprocess
     import sys
 
-    from helpers import preforked
-    from helpers.files import subprocess_env
-
-    def ended(start, sigint, signum) -> tuple[int, bool, bool]:
-        proc = start([sys.executable, "-m", "doubles.stub_openai"], env=subprocess_env(), cwd=tmp_path,
-                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                     preexec_fn=lambda: signal.signal(signal.SIGINT, sigint))
-        assert proc.stdout.readline().startswith("http://127.0.0.1:")  # serving
-        proc.send_signal(signum)
-        if signum == signal.SIGINT and sigint == signal.SIG_IGN:
-            proc.stdin.close()  # the signal did nothing: the server ends as usual
-        proc.wait(timeout=60)
-        stderr = proc.stderr.read()
-        for stream in (proc.stdin, proc.stdout, proc.stderr):
-            stream.close()
-        try:  # the forked command itself ended (its launcher ends only after it)
-            os.kill(getattr(proc, "forked_pid", proc.pid), 0)
-            left = True
-        except ProcessLookupError:
-            left = False
-        return proc.returncode, "KeyboardInterrupt" in stderr, left
-
-    for sigint, signum in ((signal.SIG_DFL, signal.SIGINT), (signal.SIG_IGN, signal.SIGINT),
-                           (signal.SIG_DFL, signal.SIGKILL)):
-        served = preforked.served
-        forked = ended(preforked.popen, sigint, signum)
-        assert preforked.served == served + 1, "popen started a fresh interpreter for a python -m doubles command"
-        assert forked == ended(subprocess.Popen, sigint, signum), (sigint, signum)
-    assert forked == (-signal.SIGKILL, False, False)
-
-
-def test_a_variable_a_library_sets_as_it_imports_does_not_start_another_server(run_cli, monkeypatch):
-    """scikit-learn sets KMP_DUPLICATE_LIB_OK in the pytest worker that imports it: the commands after that still
-    fork from the server they used before (helpers/preforked.py, NOT_STARTUP)."""
-    from doubles import LM_EVAL_EXT
-    from helpers import preforked
-
-    monkeypatch.delenv("KMP_DUPLICATE_LIB_OK", raising=False)
-    assert run_cli([*LM_EVAL_EXT, "--version"]).returncode == 0
-    servers, served = dict(preforked._servers), preforked.served
-    monkeypatch.setenv("KMP_DUPLICATE_LIB_OK", "True")
-    assert run_cli([*LM_EVAL_EXT, "--version"]).returncode == 0
-    assert preforked.served == served + 1 and preforked._servers == servers
+    handlers, cwd, argv = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}, os.getcwd(), sys.argv[:]
+    environ = dict(os.environ)
+    for _ in range(2):
+        proc = run_cli(["lm-eval-ext", "run", "--model", "hf", "--tasks", "lieder_base", "--limit", "0"],
+                       env={"LMX_RUNNER": "1"})
+        assert proc.returncode == 2 and "--limit 0" in proc.stderr, proc.stderr[-2000:]
+        proc = run_cli(["lm_eval", "run", "--model", "hf", "--tasks", "lieder_base", "--model_args", "{bad"])
+        assert proc.returncode == 1 and "Traceback" in proc.stderr, proc.stderr[-2000:]
+    assert {s: signal.getsignal(s) for s in handlers} == handlers
+    assert (os.getcwd(), sys.argv, dict(os.environ)) == (cwd, argv, environ)
+    pytests = logging.getLogger().handlers  # pytest's log capture, which it also gives the harness's logger
+    streams = [handler.stream for handler in logging.getLogger("lm_eval").handlers if handler not in pytests]
+    assert streams and all(stream is sys.stderr for stream in streams)
 
 
 def test_loglik_table_gives_the_scripted_accuracy(tmp_path):

@@ -15,7 +15,6 @@ import re
 
 import pytest
 
-from doubles import LM_EVAL
 from doubles.stub_openai import CAPTURED, StubOpenAIServer
 from lm_eval_ext.prompt_length import LengthCheckError, PromptTooLongError, not_checked_reason, resolve_budget
 
@@ -312,10 +311,10 @@ def test_the_captured_failing_run_now_checks_with_the_server(run_cli, data_dir, 
     captured = (CAPTURED / "litm_chat_max_length.log").read_text()
     assert "cannot load a tokenizer for 'smollm2'" in captured
     with vllm() as srv:
-        proc = run_cli([*LM_EVAL, "run", "--model", CHAT, "--model_args",
+        proc = run_cli(["lm_eval", "run", "--model", CHAT, "--model_args",
                         f"model={MODEL},base_url={srv.chat_url},num_concurrent=2,max_length=4096",
                         "--apply_chat_template", "--tasks", "litm_qa_oracle", "--limit", "3",
-                        "--output_path", str(tmp_path / "out")], timeout=600)
+                        "--output_path", str(tmp_path / "out")])
         prompts, port = sent(srv), srv.port
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert len(prompts) == 3

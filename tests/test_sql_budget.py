@@ -17,7 +17,6 @@ from pathlib import Path
 
 import pytest
 
-from doubles import LM_EVAL_EXT
 from lm_eval_ext.magnifico.execution import GOLD_RETRY_FACTOR, ExecutionOptions, Scorer
 from lm_eval_ext.magnifico.task import split_scorable
 from lm_eval_ext.sql import Limits, SandboxPool, connect_readonly, run_query
@@ -131,11 +130,10 @@ def _task_rules(data_dir: Path) -> tuple[list[dict], dict[str, bool]]:
 
 def _run_task(run_cli, tmp_path: Path, name: str, responses: Path) -> list[dict]:
     out = tmp_path / name
-    proc = run_cli([*LM_EVAL_EXT, "run", "--model", "ext-canned-gen", "--model_args", f"responses={responses}",
+    proc = run_cli(["lm-eval-ext", "run", "--model", "ext-canned-gen", "--model_args", f"responses={responses}",
                     "--tasks", "magnifico_direct_base", "--confirm_run_unsafe_code", "--metadata",
                     json.dumps({"interpretations": "maximum", "budget": BUDGET}), "--output_path", str(out),
-                    "--log_samples"],
-                   timeout=900)
+                    "--log_samples"])
     assert proc.returncode == 0, proc.stderr[-3000:]
     (samples_file,) = out.rglob("samples_magnifico_direct_base_*.jsonl")
     return [json.loads(line) for line in samples_file.read_text().splitlines()]

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from doubles import LM_EVAL
 from lm_eval_ext.errors import UserError
 from lm_eval_ext.user_errors import PREFIX, plugin_error
 
@@ -40,8 +39,8 @@ def _paragraph(proc) -> str:
 def _judged(run_cli, tmp_path: Path, metadata: dict):
     metadata = {"judge_base_url": "http://127.0.0.1:9/v1", "judge_api_key_env": KEY_ENV, "judge_cache": "none",
                 **metadata}
-    return run_cli([*LM_EVAL, "run", *_canned(tmp_path), "--tasks", JUDGED, "--limit", "2",
-                    "--metadata", json.dumps(metadata)], env={KEY_ENV: KEY}, timeout=600)
+    return run_cli(["lm_eval", "run", *_canned(tmp_path), "--tasks", JUDGED, "--limit", "2",
+                    "--metadata", json.dumps(metadata)], env={KEY_ENV: KEY})
 
 
 @pytest.mark.slow
@@ -72,8 +71,8 @@ def test_bad_judge_template(run_cli, data_dir, tmp_path):
 @pytest.mark.slow
 def test_judge_key_advice_names_the_harness_flag(run_cli, data_dir, tmp_path):
     """The key's variable is set with --metadata under lm_eval (`--judge-api-key-env` exists on `check` only)."""
-    proc = run_cli([*LM_EVAL, "run", *_canned(tmp_path), "--tasks", JUDGED, "--limit", "2", "--metadata",
-                    json.dumps({"judge_api_key_env": KEY_ENV, "judge_cache": "none"})], timeout=600)
+    proc = run_cli(["lm_eval", "run", *_canned(tmp_path), "--tasks", JUDGED, "--limit", "2", "--metadata",
+                    json.dumps({"judge_api_key_env": KEY_ENV, "judge_cache": "none"})])
     paragraph = _paragraph(proc)
     assert """name another variable with --metadata '{"judge_api_key_env": "NAME"}'""" in paragraph
     assert "--judge-api-key-env" not in paragraph
@@ -85,19 +84,18 @@ def test_missing_data_files(run_cli, tmp_path):
     empty.mkdir()
     table = tmp_path / "table.json"
     table.write_text(json.dumps({"entries": [], "default": -1.0}))
-    proc = run_cli([*LM_EVAL, "run", "--model", "ext-loglik-table", "--model_args", f"table={table}",
+    proc = run_cli(["lm_eval", "run", "--model", "ext-loglik-table", "--model_args", f"table={table}",
                     "--tasks", "lieder_base", "--limit", "2"],
-                   env={"LM_EVAL_EXT_DATA_DIR": str(empty), "LM_EVAL_EXT_OFFLINE": "1"}, timeout=600)
+                   env={"LM_EVAL_EXT_DATA_DIR": str(empty), "LM_EVAL_EXT_OFFLINE": "1"})
     assert "Dataset 'lieder': file 'stimuli/base/base_stimuli.jsonl' was not found" in _paragraph(proc)
 
 
 @pytest.mark.slow
 def test_multi_turn_prompt_too_long(run_cli, tiny_model_dir, data_dir, tmp_path):
-    proc = run_cli([*LM_EVAL, "run", "--model", "hf", "--model_args",
+    proc = run_cli(["lm_eval", "run", "--model", "hf", "--model_args",
                     f"pretrained={tiny_model_dir},dtype=float32,max_length=1024", "--device", "cpu",
                     "--tasks", "elitr_bench_qa_dev_mt", "--samples", json.dumps({"elitr_bench_qa_dev_mt": [0, 17]}),
-                    "--predict_only", "--output_path", str(tmp_path / "out"), "--gen_kwargs", "max_gen_toks=8"],
-                   timeout=600)
+                    "--predict_only", "--output_path", str(tmp_path / "out"), "--gen_kwargs", "max_gen_toks=8"])
     paragraph = _paragraph(proc)
     assert "2 prompt(s) of turn 1 do not fit" in paragraph and "at most 1016 prompt tokens" in paragraph
     assert """--metadata '{"overflow": "truncate"}'""" in paragraph
@@ -115,6 +113,7 @@ def test_simple_evaluate_in_a_script(run_cli, data_dir, tmp_path):
         f"lm_eval.simple_evaluate(model='ext-canned-gen', model_args={{'responses': {str(responses)!r}}},\n"
         f"                       tasks=[{JUDGED!r}], limit=2, task_manager=TaskManager(metadata=metadata))\n"
         "print('not reached')\n")
+    # a process of its own: a script's uncaught error ends its interpreter through the plugin's exception hook
     proc = run_cli([sys.executable, "-c", script], env={KEY_ENV: KEY}, timeout=600)
     paragraph = _paragraph(proc)
     assert paragraph == """Unknown judge 'gpt4': use one of rubric10, prometheus5 (--metadata '{"judge": "rubric10"}')."""
@@ -156,7 +155,7 @@ def _harness_traceback(proc) -> str:
 
 @pytest.mark.slow
 def test_an_unknown_task_name_is_the_harness_business(run_cli, tmp_path):
-    proc = run_cli([*LM_EVAL, "run", *_canned(tmp_path), "--tasks", "lieder_base,no_such_task"], timeout=600)
+    proc = run_cli(["lm_eval", "run", *_canned(tmp_path), "--tasks", "lieder_base,no_such_task"])
     traceback = _harness_traceback(proc)
     assert traceback.rstrip().splitlines()[-1].startswith("ValueError: Tasks not found: no_such_task")
 
@@ -166,8 +165,8 @@ def test_an_error_of_the_harness_inside_a_plugin_task_is_shown_unchanged(run_cli
     """--limit 0: the plugin's task is built (so its hook is in place), then the harness stops the run itself."""
     table = tmp_path / "table.json"
     table.write_text(json.dumps({"entries": [], "default": -1.0}))
-    proc = run_cli([*LM_EVAL, "run", "--model", "ext-loglik-table", "--model_args", f"table={table}", "--tasks",
-                    "lieder_base", "--limit", "0"], timeout=600)
+    proc = run_cli(["lm_eval", "run", "--model", "ext-loglik-table", "--model_args", f"table={table}", "--tasks",
+                    "lieder_base", "--limit", "0"])
     traceback = _harness_traceback(proc)
     assert "lm_eval_ext/task_base.py" in traceback  # raised through the plugin's task: its hook was installed
     assert traceback.rstrip().splitlines()[-1] == "ValueError: task.build_requests() did not find any docs!"

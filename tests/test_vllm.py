@@ -106,7 +106,9 @@ def vllm_runs(request, tmp_path_factory, data_dir, tiny_model_dir) -> dict:
                     "--tasks", ",".join(tasks), "--batch_size", "auto", "--confirm_run_unsafe_code",
                     "--metadata", json.dumps(metadata), "--samples", json.dumps(SAMPLES),
                     *(["--apply_chat_template"] if chat else [])]
-            run = Run.load(lm_eval_run(args, folder, env=env))
+            # a process of its own: the harness's vllm model imports the `vllm` package (the stand-in, from PYTHONPATH);
+            # lm-eval-ext run: the harness's run, its task index limited to the plugin's tasks
+            run = Run.load(lm_eval_run(args, folder, env=env, process=True, program="lm-eval-ext"))
             calls = inputs["calls"]
             out["chat" if chat else "plain"] = {
                 "run": run, "first_lines": inputs["first_lines"],

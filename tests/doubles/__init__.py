@@ -20,6 +20,7 @@ MODELS = {
     "ext-loglik-table": "doubles.scripted:LoglikTableLM",
     "ext-canned-gen": "doubles.scripted:CannedGenLM",
     "ext-scripted-dist": "doubles.distributed:ScriptedDistributedLM",
+    "ext-recording-hf": "doubles.recording:RecordingHFLM",
 }
 
 # The two commands with the doubles registered, for subprocesses: ``[*LM_EVAL, "run", ...]``.

@@ -9,12 +9,9 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from . import preforked
-
 OFFLINE = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 TESTS = PROJECT_ROOT / "tests"
-STARTUP = TESTS / "startup"  # the suite's start-up hooks (its sitecustomize.py), first on a subprocess's PYTHONPATH
 FIXTURES = TESTS / "fixtures"
 
 
@@ -33,27 +30,26 @@ PLUGIN_INSTALLED = _installed()
 
 def subprocess_env(extra: dict | None = None) -> dict:
     """The environment of a process a test starts: this one's, the offline variables, this venv's bin first on
-    ``PATH``, and on ``PYTHONPATH`` the suite's start-up (tests/startup), ``tests/`` (for ``python -m doubles``) and the
-    checkout when the plugin is not installed (an installed copy, e.g. CI's wheel, is left in charge); then ``extra``,
-    whose ``PYTHONPATH`` (e.g. a stand-in package) goes first. Every command of the suite gets the same start-up
-    variables, so they share the preforked servers (helpers/preforked.py)."""
+    ``PATH``, and on ``PYTHONPATH`` ``tests/`` (for ``python -m doubles``) and the checkout when the plugin is not
+    installed (an installed copy, e.g. CI's wheel, is left in charge); then ``extra``, whose ``PYTHONPATH`` (e.g. a
+    stand-in package) goes first."""
     extra = dict(extra or {})
     env = {**os.environ, **OFFLINE}
     env["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])
-    paths = [extra.pop("PYTHONPATH", None), str(STARTUP), str(TESTS), None if PLUGIN_INSTALLED else str(PROJECT_ROOT),
+    paths = [extra.pop("PYTHONPATH", None), str(TESTS), None if PLUGIN_INSTALLED else str(PROJECT_ROOT),
              env.get("PYTHONPATH")]
     env["PYTHONPATH"] = os.pathsep.join(filter(None, paths))
     return {**env, **extra}
 
 
-def harness(out: Path, model: str, model_args: str, tasks: str, *extra: str, timeout: float = 600,
-            env: dict | None = None) -> Path:
-    """Run ``lm-eval-ext run`` (with the test doubles) in a subprocess with --output_path out --log_samples; return out."""
-    from doubles import LM_EVAL_EXT
+def harness(out: Path, model: str, model_args: str, tasks: str, *extra: str, env: dict | None = None) -> Path:
+    """Run ``lm-eval-ext run`` (in this process, with the test doubles) with --output_path out --log_samples; return
+    out."""
+    from .commands import run
 
-    cmd = [*LM_EVAL_EXT, "run", "--model", model, "--model_args", model_args, "--tasks", tasks,
+    cmd = ["lm-eval-ext", "run", "--model", model, "--model_args", model_args, "--tasks", tasks,
            "--output_path", str(out), "--log_samples", *extra]
-    proc = preforked.run(cmd, env=subprocess_env(env), timeout=timeout)
+    proc = run(cmd, env=env)
     assert proc.returncode == 0, f"{' '.join(cmd)} failed:\n{proc.stderr[-4000:]}"
     return out
 

@@ -3,26 +3,30 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import preforked
-from .files import subprocess_env
+from .commands import run
 
 
 def lm_eval_run(args: list, cwd: Path, processes: int = 1, env: dict | None = None, timeout: float = 900,
-                program: str = "lm_eval") -> Path:
-    """``lm_eval run ARGS --output_path out --log_samples`` (with the test doubles; ``program="lm-eval-ext"``
-    for ``lm-eval-ext run``) in ``cwd``: one process, or ``processes`` under ``torchrun --standalone`` (a free
-    rendezvous port); returns ``cwd/out``."""
+                program: str = "lm_eval", process: bool = False) -> Path:
+    """``lm_eval run ARGS --output_path out --log_samples`` (``program="lm-eval-ext"`` for ``lm-eval-ext run``) in
+    ``cwd``, with the test doubles: in this process, or (``process``) in a subprocess, or in ``processes`` processes
+    under ``torchrun --standalone`` (a free rendezvous port; ``timeout`` for the last two); returns ``cwd/out``."""
     from doubles import LM_EVAL, LM_EVAL_EXT
 
-    command = {"lm_eval": LM_EVAL, "lm-eval-ext": LM_EVAL_EXT}[program]
+    command = {"lm_eval": LM_EVAL, "lm-eval-ext": LM_EVAL_EXT}[program]  # python -m doubles PROGRAM
     cwd.mkdir(parents=True, exist_ok=True)
-    launcher = list(command) if processes == 1 else [
-        preforked.TORCHRUN, "--standalone", "--nproc_per_node", str(processes), *command[1:]]
-    cmd = [*launcher, "run", *map(str, args), "--output_path", "out", "--log_samples"]
-    proc = preforked.run(cmd, cwd=cwd, env=subprocess_env({"OMP_NUM_THREADS": "1", **(env or {})}), timeout=timeout)
+    if processes > 1:  # torchrun starts each worker as `python -m doubles PROGRAM ...`
+        command = [os.path.join(os.path.dirname(sys.executable), "torchrun"), "--standalone", "--nproc_per_node",
+                   str(processes), *command[1:]]
+    elif not process:
+        command = [program]
+    cmd = [*command, "run", *map(str, args), "--output_path", "out", "--log_samples"]
+    proc = run(cmd, cwd=cwd, env=env, timeout=timeout)
     assert proc.returncode == 0, f"{' '.join(cmd)} failed:\n{proc.stderr[-6000:]}"
     return cwd / "out"
 
