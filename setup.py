@@ -102,6 +102,7 @@ setup(
             "wandb",  # the harness's W&B logger, run offline by the tests
             "build",  # the sdist and the wheel, built as the release workflow builds them (tests/test_packaging.py)
             "twine",  # their check, as the release workflow checks them
+            "setuptools>=70.1",  # the build backend, for the tests' builds without isolation (it makes wheels itself)
         ],
     },
     cmdclass={"build_py": BuildPyWithStartupHook},

@@ -88,6 +88,14 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def _end_with_parent() -> None:
+    """In the child: SIGTERM when the test process ends, however it ends (a killed test run leaves no server behind;
+    vLLM's server stops its engine on SIGTERM). Linux's PR_SET_PDEATHSIG."""
+    import ctypes
+
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)
+
+
 class VllmServer:
     """``vllm serve`` of a model folder on 127.0.0.1, served as :data:`SERVED_NAME`; a context manager.
 
@@ -106,7 +114,8 @@ class VllmServer:
 
     def __enter__(self) -> VllmServer:
         with open(self.log, "wb") as log:  # the child keeps its own descriptor
-            self._proc = subprocess.Popen(self._cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+            self._proc = subprocess.Popen(self._cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                                          preexec_fn=_end_with_parent)
         deadline = time.monotonic() + self._timeout
         while time.monotonic() < deadline:
             if self._proc.poll() is not None:
