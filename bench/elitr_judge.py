@@ -3,7 +3,7 @@
 The judge is the OpenAI-compatible stub server with a fixed delay per call; the answers are judged
 through score-only mode's path (lm_eval_ext.elitr.score.judged_verdicts: the same concurrent,
 cached judge the harness tasks use), with the cache off so that every answer is a call. One at a
-time this would take 271 x delay; the target (elitr_bench.md) is at most 4.3 s for a 200 ms
+time this would take 271 x delay; the target (bench/README.md) is at most 4.3 s for a 200 ms
 delay at concurrency 16 (ideal: 271 x 0.2 / 16 = 3.4 s).
 
     LM_EVAL_EXT_DATA_DIR=/path/to/data python bench/elitr_judge.py [--delay 0.2] [--concurrency 16]
