@@ -93,6 +93,11 @@ def test_a_fully_judged_task_has_its_mean_score_and_its_cost(task_dir, tmp_path,
                      "cost_usd": round((prompt * 2.5 + completion * 10) / 1e6, 6)}
     assert again["configs"]["judged_toy"]["metadata"]["judge"]["usage"] == {
         "requests": 0, "prompt_tokens": 0, "completion_tokens": 0, "from_cache": 3, "cost_usd": 0.0}
+    # the record counts the judge calls the stub received
+    assert out["configs"]["judged_toy"]["metadata"]["judge"]["run"] == {"answers": 3, "scored": 3, "from_cache": 0,
+                                                                        "calls": len(bodies)}
+    assert again["configs"]["judged_toy"]["metadata"]["judge"]["run"] == {"answers": 3, "scored": 3, "from_cache": 3,
+                                                                          "calls": 0}
 
 
 def test_judge_filter_outside_a_judged_task_is_an_error(task_dir, tmp_path, monkeypatch):

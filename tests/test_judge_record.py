@@ -20,7 +20,7 @@ def _recorded() -> dict:
 
 def test_a_recorded_judge_reads_back_unchanged():
     record = JudgeRecord.from_dict(_recorded())
-    assert record.model == "stub-judge" and record.run == {"calls": 141, "from_cache": 0, "scored": 141}
+    assert record.model == "stub-judge" and record.run == {"answers": 141, "scored": 141, "from_cache": 0, "calls": 141}
     assert json.dumps(record.to_dict()) == json.dumps(_recorded())  # same keys, same order, same values
 
 

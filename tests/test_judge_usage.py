@@ -58,7 +58,8 @@ def test_usage_is_summed_per_item_and_priced(tmp_path):
         cost = (prompt * 3.0 + tokens(REPLY) * 15.0) / 1e6
         assert result.usage == {"requests": 1, "prompt_tokens": prompt, "completion_tokens": tokens(REPLY),
                                 "cost_usd": pytest.approx(cost)}
-    assert results[4].usage is None and results[4].score == 7.0
+    assert results[4].usage is None and results[4].calls == 0 and results[4].score == 7.0
+    assert [r.calls for r in results] == [1, 1, 1, 1, 0] and judge.stats.calls == 4
     total_cost = (sum(prompts) * 3.0 + 4 * tokens(REPLY) * 15.0) / 1e6
     assert judge.stats.usage == {"requests": 4, "prompt_tokens": sum(prompts), "completion_tokens": 4 * tokens(REPLY),
                                  "from_cache": 0, "cost_usd": round(total_cost, 6)}

@@ -83,6 +83,7 @@ def test_elitr_section_scripted_exact(elitr_scripted, tmp_path):
     recorded = newest["configs"]["elitr_bench_qa_dev_st"]["metadata"]["judge"]
     assert judges[0]["template_sha256"] == recorded["template_sha256"] and judges[0]["judge_seed"] == "2024"
     (qa,) = [j for j in judges if j["task"] == "elitr_bench_qa_dev_st"]
+    assert int(qa["calls"]) == recorded["run"]["calls"] == 141  # one call per question: every first reply scores
     assert int(qa["input_tokens"]) == recorded["usage"]["prompt_tokens"] > 0  # what the judge's replies reported
     assert int(qa["output_tokens"]) == recorded["usage"]["completion_tokens"] > 0
     # at the run's prices ($2.5 / $10 per million input / output tokens)

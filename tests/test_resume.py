@@ -161,8 +161,11 @@ def test_a_resumed_run_is_the_same_run_in_results_report_and_export(run_cli, dat
     assert resumed["config"]["model"] == first["config"]["model"] == "ext-canned-gen"
     assert resumed["config"]["model_args"] == first["config"]["model_args"]
     assert "resumed_from" not in first["config"] and resumed["config"]["resumed_from"] == str(run)
-    assert first["configs"][TASK]["metadata"]["judge"]["run"] == {"answers": N, "scored": N - 1, "from_cache": 0}
-    assert resumed["configs"][TASK]["metadata"]["judge"]["run"] == {"answers": N, "scored": N, "from_cache": N - 1}
+    # one call per answer, the failed one's included; resumed: one call, for the answer the judge failed on
+    assert first["configs"][TASK]["metadata"]["judge"]["run"] == {"answers": N, "scored": N - 1, "from_cache": 0,
+                                                                  "calls": N}
+    assert resumed["configs"][TASK]["metadata"]["judge"]["run"] == {"answers": N, "scored": N, "from_cache": N - 1,
+                                                                    "calls": 1}
 
     report = run_cli(["lm-eval-ext", "report", str(tmp_path / "out"), "-o", str(tmp_path / "report")])
     assert report.returncode == 0, report.stderr[-3000:]

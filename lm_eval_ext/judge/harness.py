@@ -248,11 +248,13 @@ class JudgedTask(ExtTask):
 
 
 def judged_counts(results: list[dict]) -> dict[str, int]:
-    """How a task's answers were judged (recorded as ``metadata.judge.run``): ``answers``, ``scored``, and
-    ``from_cache``, the answers whose verdict came from the judge's cache with no call (a resumed run's
-    verdicts given before it stopped; a verdict made with calls records how many, JudgeResult.calls)."""
+    """How a task's answers were judged (recorded as ``metadata.judge.run``): ``answers``, ``scored``,
+    ``from_cache``, the answers judged with no call of their own (the judge's cache answered, e.g. a resumed
+    run's verdicts given before it stopped, or the prompt repeats another answer's), and ``calls``, the asks
+    sent to the judge for them (the sum of their JudgeResult.calls: re-asks included, transport retries not)."""
     return {"answers": len(results), "scored": sum(r.get("status") == SCORED for r in results),
-            "from_cache": sum(r.get("status") in (SCORED, FAILED) and not r.get("calls") for r in results)}
+            "from_cache": sum(r.get("status") in (SCORED, FAILED) and not r.get("calls") for r in results),
+            "calls": sum(r.get("calls", 0) for r in results)}
 
 
 def judged_usage(results: list[dict], config: JudgeConfig) -> dict:

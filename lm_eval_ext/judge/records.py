@@ -2,8 +2,9 @@
 
 A result is scored (``score`` on the reported scale, ``raw_score`` as the judge wrote it),
 failed (``failure`` says why: ``unparseable``, ``transport``, ``rejected`` or ``call_cap``;
-never a score), or not judged (a dry run). ``to_dict`` is what the harness logs per sample. ``usage`` is
-what the requests made for the item cost (none for a verdict from the cache, or a repeated prompt).
+never a score), or not judged (a dry run). ``to_dict`` is what the harness logs per sample. ``calls`` and
+``usage`` are the asks sent for the item and what they cost (0 and none for a verdict from the cache, or a
+prompt that repeats an earlier item's: it was judged once).
 
 A :class:`JudgeRecord` says which judge gave the scores and how it was set up; a judged task
 writes it into the results file (``configs.<task>.metadata.judge``), ``judge validate`` into its

@@ -268,8 +268,9 @@ class Judge:
             work = [(key, prompts[key]) for key in pending]
             verdicts.update(run(self._judge_all(work, what)))
         results, seen = [], set()
-        for key in item_prompt:  # a repeated prompt was judged once: its cost is counted once
-            results.append(verdicts[key] if key not in seen else dataclasses.replace(verdicts[key], usage=None))
+        for key in item_prompt:  # a repeated prompt was judged once: its calls and cost are counted once
+            verdict = verdicts[key]
+            results.append(verdict if key not in seen else dataclasses.replace(verdict, calls=0, usage=None))
             seen.add(key)
         self._summarize(results, what)
         return results
