@@ -2,14 +2,19 @@
 
 The tests are those of the installed harness version, from its sdist (``pip download``; the test is skipped
 when the package index cannot be reached): the task manager's, the registry's and the command line's, run
-in a pytest process of its own each way, outside this project (none of its conftest): the start-up hook is on
-or off for a whole interpreter. The one expected difference is a test whose expectation the harness's own
-plugin discovery (EleutherAI/lm-evaluation-harness PR #4015) changes the same way; each is listed in
-docs/architecture.md with the reason.
+in a pytest process of its own, outside this project (none of its conftest): the start-up hook is on or off for a
+whole interpreter. The one expected difference is a test whose expectation the harness's own plugin discovery
+(EleutherAI/lm-evaluation-harness PR #4015) changes the same way; each is listed in docs/architecture.md with the
+reason.
+
+The outcomes without the plugin are recorded per harness version (tests/fixtures/harness_own_tests.json, written
+by ``python tests/test_harness_own_tests.py`` with that version installed): the plugin's run is compared with them,
+and a version without a recording is run both ways.
 """
 from __future__ import annotations
 
 import importlib.metadata
+import json
 import subprocess
 import sys
 import tarfile
@@ -18,8 +23,9 @@ from pathlib import Path
 
 import pytest
 
-from helpers.files import subprocess_env
+from helpers.files import FIXTURES, subprocess_env
 
+RECORDED = FIXTURES / "harness_own_tests.json"  # harness version -> test id -> outcome without the plugin
 HARNESS_TEST_FILES = ("test_task_manager.py", "test_registry.py", "test_cli_subcommands.py")
 # test id -> why the plugin changes its outcome (docs/architecture.md, "The harness's own tests")
 CHANGED_BY_PLUGIN_DISCOVERY = {
@@ -36,11 +42,10 @@ def _run(cmd: list, cwd: Path, env: dict | None = None, timeout: float = 3600) -
                           timeout=timeout)
 
 
-@pytest.fixture(scope="module")
-def harness_tests(tmp_path_factory) -> Path:
-    """A directory holding the installed harness version's tests (from its sdist) and an empty pytest config."""
+def download_harness_tests(download: Path, root: Path) -> Path:
+    """``root`` holding the installed harness version's tests (from its sdist, downloaded into ``download``) and an
+    empty pytest config; skips the test when the package index cannot be reached."""
     version = importlib.metadata.version("lm_eval")
-    download = tmp_path_factory.mktemp("sdist")
     proc = _run([sys.executable, "-m", "pip", "download", "--no-binary", ":all:", "--no-deps", "--no-build-isolation",
                  f"lm-eval=={version}", "-d", download], cwd=download, timeout=900)
     if proc.returncode != 0:
@@ -48,7 +53,6 @@ def harness_tests(tmp_path_factory) -> Path:
             pytest.skip(f"the package index cannot be reached to download the sdist of lm-eval {version}")
         pytest.fail(f"pip download of lm-eval {version}'s sdist failed:\n{proc.stderr[-3000:]}")
     (sdist,) = download.glob("lm_eval-*.tar.gz")
-    root = tmp_path_factory.mktemp("harness_tests")
     with tarfile.open(sdist) as archive:
         members = {Path(m.name).name: m for m in archive.getmembers() if Path(m.name).parent.name == "tests"}
         missing = [name for name in HARNESS_TEST_FILES if name not in members]
@@ -60,8 +64,14 @@ def harness_tests(tmp_path_factory) -> Path:
     return root
 
 
+@pytest.fixture(scope="module")
+def harness_tests(tmp_path_factory) -> Path:
+    """A directory holding the installed harness version's tests and an empty pytest config."""
+    return download_harness_tests(tmp_path_factory.mktemp("sdist"), tmp_path_factory.mktemp("harness_tests"))
+
+
 def _start(root: Path, label: str, env: dict) -> tuple[subprocess.Popen, Path]:
-    """One pytest run of the harness's tests, started (the two runs go side by side, one per core)."""
+    """One pytest run of the harness's tests, started (two runs go side by side, one per core)."""
     report = root / f"{label}.xml"
     # --tb=native: outcomes are what is compared, and pytest's own traceback style parses the source of each frame of
     # the tests that fail both ways (about 2 CPU seconds in each of the two runs)
@@ -85,11 +95,20 @@ def _outcomes(run: tuple[subprocess.Popen, Path], label: str) -> dict[str, str]:
     return outcomes
 
 
+def recorded_alone() -> dict[str, str] | None:
+    """The recorded outcomes of the installed harness version's tests without the plugin, if any."""
+    if not RECORDED.is_file():
+        return None
+    return json.loads(RECORDED.read_text()).get(importlib.metadata.version("lm_eval"))
+
+
 @pytest.mark.slow
 def test_the_harness_own_tests_give_the_same_outcomes_with_the_plugin(harness_tests):
-    runs = {"plugin": _start(harness_tests, "plugin", {}),
-            "alone": _start(harness_tests, "alone", {"LM_EVAL_EXT_AUTOLOAD": "0"})}
-    active, alone = (_outcomes(run, label) for label, run in runs.items())
+    plugin = _start(harness_tests, "plugin", {})
+    alone = recorded_alone()
+    if alone is None:
+        alone = _outcomes(_start(harness_tests, "alone", {"LM_EVAL_EXT_AUTOLOAD": "0"}), "alone")
+    active = _outcomes(plugin, "plugin")
     assert active.keys() == alone.keys() and len(alone) > 100
     differ = {test: (alone[test], active[test]) for test in alone if alone[test] != active[test]}
     assert differ.keys() == CHANGED_BY_PLUGIN_DISCOVERY.keys(), (
@@ -97,3 +116,16 @@ def test_the_harness_own_tests_give_the_same_outcomes_with_the_plugin(harness_te
         f"{ {t: o for t, o in differ.items() if t not in CHANGED_BY_PLUGIN_DISCOVERY} }; listed but alike: "
         f"{sorted(CHANGED_BY_PLUGIN_DISCOVERY.keys() - differ.keys())}")
     assert set(differ.values()) == {("passed", "failed")}
+
+
+if __name__ == "__main__":
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        (Path(tmp) / "sdist").mkdir()
+        (Path(tmp) / "tests").mkdir()
+        root = download_harness_tests(Path(tmp) / "sdist", Path(tmp) / "tests")
+        recorded = json.loads(RECORDED.read_text()) if RECORDED.is_file() else {}
+        recorded[importlib.metadata.version("lm_eval")] = _outcomes(
+            _start(root, "alone", {"LM_EVAL_EXT_AUTOLOAD": "0"}), "alone")
+    RECORDED.write_text(json.dumps(recorded, indent=1, sort_keys=True) + "\n")

@@ -64,10 +64,14 @@ def hf_lm(real_model_dir):
 
 @pytest.fixture(scope="session")
 def vllm_lm(real_model_dir, vllm_ready):
-    """The harness's ``vllm`` model on SmolLM2, one engine per test process (its engine process ends with it)."""
+    """The harness's ``vllm`` model on SmolLM2, one engine per test process."""
     from lm_eval.api.registry import get_model
 
-    return get_model("vllm")(**real.vllm_args(real_model_dir), batch_size="auto")
+    lm = get_model("vllm")(**real.vllm_args(real_model_dir), batch_size="auto")
+    yield lm
+    # the engine process ends now, while the test process can still log it (at interpreter exit vLLM's logging
+    # of its shutdown meets pytest's closed streams)
+    lm.model.llm_engine.engine_core.shutdown()
 
 
 @pytest.fixture(scope="session")
