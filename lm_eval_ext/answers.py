@@ -3,8 +3,9 @@
 Every plugin task writes its raw responses (``Instance.resps``, what the model returned) to
 ``<answers dir>/<run id>/<task>.jsonl`` (``<task>.rank<r>.jsonl`` in a multi-process run)
 right after generation and before its filters run (the judge, the SQL sandbox). The first line
-is a header: the command that started the run, the task, the time, the rank; then one line per
-request: ``doc_id``, ``idx``, the request type and the responses.
+is a header: the command that started the run, the task, the time, the rank and, in a run with
+``--apply_chat_template``, ``chat`` (:class:`ChatPrompts`: what the model gave the harness for the chat
+template); then one line per request: ``doc_id``, ``idx``, the request type and the responses.
 
 ``lm-eval-ext resume DIR`` reruns that command with the ``ext-replay`` model, which answers every
 request from the saved responses (lm_eval_ext/models/replay.py): scoring runs again, finished
@@ -16,6 +17,7 @@ a run's answers once its results are written; runs of the plain ``lm_eval`` comm
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import sys
@@ -50,12 +52,59 @@ def run_dir(metadata: dict) -> Path:
     return answers_root(metadata) / _RUN_ID
 
 
-def save(folder: Path, task: str, instances: Iterable, rank: int = 0, world_size: int = 1) -> Path:
-    """Write the responses of ``instances`` (one task's requests) to ``folder``; returns the file."""
+def chat_key(chat_history: list[dict], add_generation_prompt: bool) -> str:
+    """What identifies one call of a model's ``apply_chat_template``: the sha256 of its arguments."""
+    data = json.dumps([chat_history, add_generation_prompt], sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(data.encode("utf-8")).hexdigest()
+
+
+class ChatPrompts:
+    """A model's chat template, recorded for replay while one task builds its requests.
+
+    A replayed run (lm_eval_ext/models/replay.py) must build the prompts the run did, byte for byte: the
+    task's length checks, the sample logs and the harness's task hashes read them, and the results record
+    the chat template. So the task renders every chat through this object, which calls the model's
+    ``apply_chat_template`` and keeps each prompt it returned (by :func:`chat_key`), and keeps the model's
+    ``tokenizer_name`` and chat template; :func:`save` writes them in the header.
+    """
+
+    def __init__(self, render, tokenizer_name: str) -> None:
+        from .boundary import chat_template_of
+
+        self.render, self.tokenizer_name = render, tokenizer_name
+        self.prompts: dict[str, dict] = {}
+        try:
+            self.template = {"chat_template": chat_template_of(render)}
+        except (ValueError, AttributeError):
+            # several named templates and none the default (the one the run named is not known here), or an
+            # apply_chat_template that is not the model's method: left out, and a replay says so
+            self.template = {}
+
+    def __call__(self, chat_history: list[dict], add_generation_prompt: bool = True):
+        """The model's prompt for ``chat_history``, kept for the replay."""
+        from .boundary import stored_prompt
+
+        prompt = self.render(chat_history, add_generation_prompt=add_generation_prompt)
+        stored = stored_prompt(prompt)
+        if stored is not None:
+            self.prompts[chat_key(chat_history, add_generation_prompt)] = stored
+        return prompt
+
+    def record(self) -> dict:
+        """The header's ``chat``: ``tokenizer_name``, ``chat_template`` (left out when unknown), ``prompts``."""
+        return {"tokenizer_name": self.tokenizer_name, **self.template, "prompts": self.prompts}
+
+
+def save(folder: Path, task: str, instances: Iterable, rank: int = 0, world_size: int = 1,
+         chat: ChatPrompts | None = None) -> Path:
+    """Write the responses of ``instances`` (one task's requests) to ``folder``, with the prompts ``chat`` recorded
+    when the run applied a chat template; returns the file."""
     name = f"{task}.jsonl" if world_size == 1 else f"{task}.rank{rank}.jsonl"
     path = folder / name
     header = {"format": FORMAT, "task": task, "command": list(sys.argv), "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
               "rank": rank, "world_size": world_size}
+    if chat is not None:
+        header["chat"] = chat.record()
     try:
         with atomic_open(path, "w", encoding="utf-8") as out:
             out.write(json.dumps(header, ensure_ascii=False) + "\n")
@@ -77,11 +126,13 @@ def saved_by_this_process() -> dict[Path, list[str]]:
 
 @dataclass(frozen=True)
 class SavedRun:
-    """The saved answers of one run: its command and, per task, the responses by (doc_id, idx)."""
+    """The saved answers of one run: its command, per task the responses by (doc_id, idx) and, for a run with a
+    chat template, what the model gave for it (:meth:`ChatPrompts.record`, every task's prompts together)."""
 
     folder: Path
     command: list[str]
     responses: dict[str, dict[tuple[int, int], list]]
+    chat: dict | None = None
 
     @property
     def tasks(self) -> list[str]:
@@ -109,6 +160,7 @@ def load(folder: str | Path) -> SavedRun:
                                 "before scoring; the run's log names it). Check the path.")
     command: list[str] | None = None
     responses: dict[str, dict[tuple[int, int], list]] = {}
+    chat: dict | None = None
     for path in files:
         try:
             lines = path.read_text(encoding="utf-8").splitlines()
@@ -124,7 +176,9 @@ def load(folder: str | Path) -> SavedRun:
             raise SavedAnswersError(f"{folder} mixes the answers of different runs ({path.name} has another "
                                     "command); give the directory of one run.")
         command = header["command"]
+        if "chat" in header:
+            chat = {**header["chat"], "prompts": {**(chat or {}).get("prompts", {}), **header["chat"]["prompts"]}}
         task = responses.setdefault(header["task"], {})
         for record in records:
             task[record["doc_id"], record["idx"]] = record["resps"]
-    return SavedRun(folder=folder, command=command or [], responses=responses)
+    return SavedRun(folder=folder, command=command or [], responses=responses, chat=chat)

@@ -21,7 +21,9 @@ installed harness no longer has or does otherwise, found by importing and inspec
    parsed (``parse_run_args``) and made the run's configuration (``run_config``) as the harness does,
    and its task index (``task_index``), read by ``lm-eval-ext run`` and ``check`` to check a run before
    the model is loaded; the ``lm_eval`` command run in this process (``run_harness``); whether a model
-   is one of the harness's API models (``api_model``, for ``lm-eval-ext elitr seeds``).
+   is one of the harness's API models (``api_model``, for ``lm-eval-ext elitr seeds``); the chat template a
+   model gives a run and its chat-formatted prompts kept as data (``chat_template_of``, ``stored_prompt``,
+   ``restored_prompt``), which the saved answers record for ``lm-eval-ext resume``.
 4. The harness's log (``install_log_filter``): its warning that a task's metrics were scored on
    different numbers of documents is kept only where a group over-weights one of them.
 5. What differs between the supported harness versions (``features``: lm-eval 0.4.12, 0.4.13 and
@@ -276,6 +278,38 @@ def api_model(model_class) -> bool:
     # for the others: it needs the harness's `api` extra (aiohttp), without which it fails to import. Checked on
     # CHECKED_ON.
     return API_MODELS in sys.modules and isinstance(model_class, type) and issubclass(model_class, _template_api())
+
+
+def chat_template_of(render) -> str | None:
+    """The chat template the harness records for a run with ``--apply_chat_template`` (``lm.chat_template(True)``)
+    of the model whose ``apply_chat_template`` is ``render``, as the harness gives it to a task's
+    ``build_all_requests``."""
+    # Private: evaluate() hands tasks the model's bound method (its __self__ is the model; through --use_cache's
+    # CachingLM, the model it wraps), and a task is never told --apply_chat_template's value, only that it is on:
+    # True, the value of the flag given without a template name. Checked on CHECKED_ON.
+    return render.__self__.chat_template(True)
+
+
+def stored_prompt(prompt) -> dict | None:
+    """A chat-formatted prompt (what a model's ``apply_chat_template`` returns) as JSON data, None for a kind
+    the harness's models do not return."""
+    # A str (hf, vllm, completion APIs), the messages themselves (a remote tokenizer), or JsonChatStr (chat
+    # APIs: a NamedTuple whose `prompt` is the messages as JSON), which the harness's API models and the plugin's
+    # length check tell apart by type. Checked on CHECKED_ON.
+    if isinstance(prompt, str):
+        return {"text": prompt}
+    if isinstance(prompt, list):
+        return {"messages": prompt}
+    if type(prompt).__name__ == "JsonChatStr":  # importing its module needs the harness's `api` extra
+        return {"json_chat": prompt.prompt}
+    return None
+
+
+def restored_prompt(stored: dict):
+    """The prompt :func:`stored_prompt` stored, of the kind the model returned."""
+    if "json_chat" in stored:
+        return importlib.import_module(API_MODELS).JsonChatStr(stored["json_chat"])
+    return stored["text"] if "text" in stored else stored["messages"]
 
 
 class IndexEntry(NamedTuple):

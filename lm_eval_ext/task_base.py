@@ -96,6 +96,7 @@ class ExtTask(ConfigurableTask):
         self._reported: list | None = None  # this process's documents once they are scored (several processes)
         self._moved: dict[int, tuple[list[Instance], dict]] = {}  # by doc_id: documents scored by another process
         self._scoring: int | None = None  # the doc_id the harness scores now (several processes)
+        self._chat: answers.ChatPrompts | None = None  # the chat template's prompts (--apply_chat_template)
         self._predict_only = False
         super().__init__(config=config, **kwargs)
         install_request_types()
@@ -206,6 +207,11 @@ class ExtTask(ConfigurableTask):
         """Build the requests as the harness does, then let the subclass review them."""
         self._rank, self._world_size = int(kwargs.get("rank", 0)), int(kwargs.get("world_size", 1))
         self._reported, self._moved = None, {}
+        self._chat = None
+        if kwargs.get("apply_chat_template") and kwargs.get("chat_template") is not None:
+            # every prompt rendered through the recorder, which the saved answers keep for a replay
+            self._chat = kwargs["chat_template"] = answers.ChatPrompts(kwargs["chat_template"],
+                                                                      kwargs.get("tokenizer_name", ""))
         super().build_all_requests(**kwargs)
         self.review_requests(self.instances, chat_template=kwargs.get("chat_template")
                              if kwargs.get("apply_chat_template") else None,
@@ -295,7 +301,7 @@ class ExtTask(ConfigurableTask):
         Under ``--predict_only`` only the answers are kept (``take_first``): nothing is executed
         or judged.
         """
-        answers.save(self.answers_dir(), self.config.task, self.instances, self._rank, self._world_size)
+        answers.save(self.answers_dir(), self.config.task, self.instances, self._rank, self._world_size, self._chat)
         for ensemble in self._filter_ensembles():
             ensemble.apply(self.instances)
         if self._world_size > 1 and not features().scorers:

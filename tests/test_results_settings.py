@@ -144,3 +144,41 @@ def test_a_rerun_with_other_settings_does_not_verify_a_record(tmp_path):
         in str(caught.value)
     assert path.read_text() == before
     assert verify_record(str(path), str(PLAIN)).metrics > 0  # the same settings verify
+
+
+def test_gen_kwargs_as_a_dict_or_as_text_is_one_setting_in_the_report_and_the_export(tmp_path):
+    """--gen_kwargs as the harness records it (the dict it parsed the flag into) and as k=v text: one model, labelled
+    with the setting; the report's runs table and the export (the schema's type) hold it as an object."""
+    from lm_eval_ext.export.write import export_leaderboard
+    from lm_eval_ext.report.build import build_report
+    from lm_eval_ext.results.load import load_models
+
+    as_dict = _copy(PLAIN, tmp_path / "dict", lambda d: d["config"].update(gen_kwargs={"temperature": 0.7,
+                                                                                       "do_sample": True}))
+    as_text = _copy(PLAIN, tmp_path / "text", lambda d: d["config"].update(gen_kwargs="temperature=0.7,do_sample=True"))
+    (model,) = load_models([str(as_dict), str(as_text)])
+    assert (model.label, len(model.runs)) == (f"{MODEL} (gen_kwargs do_sample=True,temperature=0.7)", 2)
+    build_report([str(as_dict), str(as_text)], tmp_path / "report", published=False)
+    assert [json.loads(row["gen_kwargs"]) for row in read_csv(tmp_path / "report" / "tables" / "runs.csv")] == [
+        {"do_sample": True, "temperature": 0.7}, {"do_sample": "True", "temperature": "0.7"}]
+    for source, expected in ((as_dict, {"temperature": 0.7, "do_sample": True}),
+                             (as_text, {"temperature": "0.7", "do_sample": "True"})):
+        (path, _) = export_leaderboard([str(source)], tmp_path / f"lb_{source.name}", allow_partial=True)
+        assert json.loads(path.read_text())["runs"][0]["gen_kwargs"] == expected
+
+
+def test_the_gen_kwargs_the_installed_harness_records_are_read(run_cli, data_dir, tmp_path):
+    """A run of the installed harness with --gen_kwargs: the report's settings and the export read what it recorded."""
+    from lm_eval_ext.export.write import export_leaderboard
+    from lm_eval_ext.results.load import load_models
+
+    responses = tmp_path / "responses.json"
+    responses.write_text(json.dumps({"rules": [], "default": "no idea"}))
+    proc = run_cli(["lm_eval", "run", "--model", "ext-canned-gen", "--model_args", f"responses={responses}", "--tasks",
+                    "litm_qa_closedbook", "--limit", "2", "--gen_kwargs", "max_gen_toks=64,temperature=0",
+                    "--output_path", str(tmp_path / "out")])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (model,) = load_models([str(tmp_path / "out")])
+    assert model.settings == {"gen_kwargs": {"max_gen_toks": "64", "temperature": "0"}}
+    (path, _) = export_leaderboard([str(tmp_path / "out")], tmp_path / "lb", allow_partial=True)
+    assert json.loads(path.read_text())["runs"][0]["gen_kwargs"] == {"max_gen_toks": 64, "temperature": 0}

@@ -3,10 +3,12 @@
 The answering model is scripted (ext-canned-gen, with a calls log: resuming must not call it); the
 judge is the stub server, which scores an answer "A<n>" with n. Every judge verdict is cached in a
 SQLite file (keyed by endpoint: one stub serves the run and its resumption), so resuming must send the
-judge only what was not judged before.
+judge only what was not judged before. A run with a chat template is resumed with the prompts and the chat
+template its model gave, which its saved answers record.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import re
@@ -283,3 +285,79 @@ def test_an_empty_samples_file_is_set_aside(tmp_path):
     assert sorted(p.name for p in out.iterdir()) == [
         "results_2030-01-01T00-00-00.json", "samples_lieder_base_2030-01-01T00-00-00.jsonl",
         "samples_lieder_two_2030-01-01T00-00-00.jsonl.incomplete"]
+
+
+# The first questions of the closed-book Lost in the Middle data, in document order, and an accepted answer
+CLOSEDBOOK = [("who got the first nobel prize in physics", "Wilhelm Conrad Röntgen"),
+              ("when is the next deadpool movie being released", "May 18, 2018")]
+SYSTEM = "Answer in a few words."
+
+
+def _posts(srv) -> int:
+    return sum(request["method"] == "POST" for request in srv.requests)
+
+
+@pytest.mark.parametrize("model", ["ext-canned-gen", "local-chat-completions"])
+def test_a_chat_run_resumed_builds_its_prompts_and_records_its_chat_template(run_cli, data_dir, tmp_path, model):
+    """A run with --apply_chat_template (and a system prompt), resumed from its saved answers: the replay builds the
+    run's chat prompts byte for byte (sample logs, task hashes), the results record the run's chat template and
+    settings, so the report sees one model, and nothing is generated again. ext-canned-gen renders the chat as text
+    and has a chat template of its own; local-chat-completions (the stub server) sends the messages, its chat
+    template is the server's."""
+    from doubles.scripted import CHAT_TEMPLATE
+    from lm_eval_ext.results.load import load_models
+
+    def lines(request: dict) -> str:
+        return "".join(f"{m['role']}: {m['content']}\n" for m in request["messages"])
+
+    # question 0 is answered right; question 1 only below the system prompt, so the prompts must carry both the
+    # chat template and --system_instruction (the stub's chat is matched as ext-canned-gen renders it)
+    (question0, answer0), (question1, answer1) = CLOSEDBOOK
+    rules = [{"contains": f"user: Question: {question0}\n", "response": answer0},
+             {"contains": f"system: {SYSTEM}\nuser: Question: {question1}\n", "response": answer1}]
+    responses = tmp_path / "responses.json"
+    responses.write_text(json.dumps({"rules": rules, "default": "no idea"}))
+    answers, task = tmp_path / "answers", "litm_qa_closedbook"
+
+    def reply(request: dict) -> str:
+        return next((rule["response"] for rule in rules if rule["contains"] in lines(request)), "no idea")
+
+    with StubOpenAIServer(responder=reply) as srv:
+        model_args = (f"responses={responses},calls_log={tmp_path / 'calls.jsonl'}" if model == "ext-canned-gen"
+                      else f"model=stub,base_url={srv.chat_url}")
+        flags = ["--model", model, "--model_args", model_args, "--tasks", task, "--limit", "4",
+                 "--apply_chat_template", "--system_instruction", SYSTEM, "--log_samples",
+                 "--metadata", json.dumps({"answers_dir": str(answers)})]
+        # plain lm_eval keeps the run's answers
+        first = run_cli(["lm_eval", "run", *flags, "--output_path", str(tmp_path / "first")])
+        assert first.returncode == 0, first.stderr[-3000:]
+        (saved,) = answers.iterdir()
+        generated = (_generations(tmp_path), _posts(srv))
+        resumed = run_cli(["lm-eval-ext", "resume", str(saved), "--output_path", str(tmp_path / "resumed")])
+        assert resumed.returncode == 0, resumed.stderr[-3000:]
+        assert (_generations(tmp_path), _posts(srv)) == generated  # nothing generated again
+    assert generated == ((4, 0) if model == "ext-canned-gen" else (0, 4))
+    (original,), (again,) = _results(tmp_path / "first"), _results(tmp_path / "resumed")
+    assert original["results"][task]["acc,first_line"] == 0.5  # questions 0 and 1 of 4
+    assert again["results"] == original["results"] and again["task_hashes"] == original["task_hashes"]
+    template = CHAT_TEMPLATE if model == "ext-canned-gen" else ""  # a chat API's template is the server's
+    settings = ("chat_template", "chat_template_sha", "fewshot_as_multiturn", "system_instruction",
+                "system_instruction_sha", "model_name")
+    assert {key: again[key] for key in settings} == {key: original[key] for key in settings}
+    assert original["chat_template"] == template and original["system_instruction"] == SYSTEM
+    assert original["chat_template_sha"] == (hashlib.sha256(template.encode()).hexdigest() if template else None)
+    assert again["config"]["resumed_from"] == str(saved)
+
+    def prompts(out: Path) -> list:
+        (samples,) = out.rglob(f"samples_{task}_*.jsonl")
+        return [line["arguments"] for line in sorted(map(json.loads, samples.read_text().splitlines()),
+                                                     key=lambda line: line["doc_id"])]
+
+    assert prompts(tmp_path / "resumed") == prompts(tmp_path / "first")
+    messages = [{"role": "system", "content": SYSTEM},
+                {"role": "user", "content": f"Question: {question0}\nAnswer:"}]
+    rendered = (lines({"messages": messages}) if model == "ext-canned-gen"
+                else [json.dumps(messages, ensure_ascii=False)])  # the harness's JsonChatStr, logged as a list
+    assert prompts(tmp_path / "first")[0]["gen_args_0"]["arg_0"] == rendered
+    (one_model,) = load_models([str(tmp_path / "first"), str(tmp_path / "resumed")])
+    assert len(one_model.runs) == 2

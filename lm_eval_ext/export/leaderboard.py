@@ -36,7 +36,7 @@ def _run_entry(run: Run, tasks: list[str]) -> dict:
         "transformers_version": run.data.get("transformers_version"),
         "model_source": run.model_source,
         "model_args": run.public_model_args,
-        "gen_kwargs": config.get("gen_kwargs") or {},
+        "gen_kwargs": run.gen_kwargs,
         "seeds": {name: config.get(key) for name, key in
                   (("random", "random_seed"), ("numpy", "numpy_seed"), ("torch", "torch_seed"), ("fewshot", "fewshot_seed"))},
         "limit": config.get("limit"),

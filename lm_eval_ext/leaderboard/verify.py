@@ -69,7 +69,7 @@ def _settings(entry: dict, run: Run) -> list[tuple[str, object, object]]:
     template = entry["chat_template_sha"] or (TEMPLATE_APPLIED if entry["apply_chat_template"] else None)
     return [("chat template", template, run.chat_template),
             ("system prompt sha256", entry["system_instruction_sha"], run.settings.get("system_instruction")),
-            ("--gen_kwargs", gen_kwargs_text(entry["gen_kwargs"]), gen_kwargs_text(run.config.get("gen_kwargs")))]
+            ("--gen_kwargs", gen_kwargs_text(entry["gen_kwargs"]), gen_kwargs_text(run.gen_kwargs))]
 
 
 def _settings_disagreements(record: dict, runs: dict[str, Run]) -> list[str]:

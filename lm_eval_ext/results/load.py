@@ -50,14 +50,24 @@ class ResultsError(UserError):
     """A results path that cannot be read as the harness's output."""
 
 
-def gen_kwargs_text(value) -> dict[str, str]:
-    """``--gen_kwargs`` as the harness recorded it (a dict, or the ``k=v,...`` text of older versions), values as
-    text so that both forms of one setting compare equal."""
+def recorded_gen_kwargs(value) -> dict:
+    """``--gen_kwargs`` as a results file's ``config`` (or a leaderboard record) holds it, as a dict; the one reader
+    of that value (:attr:`Run.gen_kwargs`).
+
+    Every lm-eval release (0.4.0 to 0.5) records the dict it parsed the flag into, and ``{}``, null or ``""`` when
+    none was given. A ``k=v,...`` text, which only a results file written otherwise holds, is read as the flag's
+    text (values as text), so that its generation settings still make the run another model, and its export
+    holds them as an object."""
     if isinstance(value, str):
         value = dict(item.split("=", 1) for item in value.split(",") if "=" in item)
-    if not isinstance(value, dict):
-        return {}
-    return {str(key).strip(): str(item).strip() for key, item in sorted(value.items())}
+        return {key.strip(): item.strip() for key, item in value.items()}
+    return dict(value) if isinstance(value, dict) else {}
+
+
+def gen_kwargs_text(value) -> dict[str, str]:
+    """:func:`recorded_gen_kwargs` with values as text, so that one setting recorded as ``0.7`` or ``"0.7"``
+    compares equal."""
+    return {str(key).strip(): str(item).strip() for key, item in sorted(recorded_gen_kwargs(value).items())}
 
 
 def settings_text(settings: dict, template_id: bool = False) -> str:
@@ -108,6 +118,11 @@ class Run:
     def config(self) -> dict:
         """The run's ``config`` block (model, model_args, gen_kwargs, seeds, ...)."""
         return self.data.get("config") or {}
+
+    @property
+    def gen_kwargs(self) -> dict:
+        """``--gen_kwargs`` of the run, as a dict (:func:`recorded_gen_kwargs`; empty when none was given)."""
+        return recorded_gen_kwargs(self.config.get("gen_kwargs"))
 
     @property
     def model_args(self) -> dict:
@@ -190,7 +205,7 @@ class Run:
                 str(instruction).encode("utf-8")).hexdigest()
         if shots:
             found["num_fewshot"] = dict(sorted(shots.items()))
-        gen_kwargs = gen_kwargs_text(self.config.get("gen_kwargs"))
+        gen_kwargs = gen_kwargs_text(self.gen_kwargs)
         if gen_kwargs:
             found["gen_kwargs"] = gen_kwargs
         return found

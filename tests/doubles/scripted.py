@@ -19,7 +19,8 @@
     returned verbatim. ``calls_log`` gets one JSON line per ``generate_until``
     call: ``{"n_requests": int, "prompts": [str], "gen_kwargs": [dict]}``.
     Chat templating (``--apply_chat_template``) renders messages as
-    ``"<role>: <content>\\n"`` lines.
+    ``"<role>: <content>\\n"`` lines; its chat template (which the harness
+    records, with its sha256) is :data:`CHAT_TEMPLATE`, the Jinja text of that.
 
 Both accept (and ignore) the ``batch_size``, ``max_batch_size`` and ``device``
 arguments the harness passes to every model, and ``pretrained=NAME``: nothing is
@@ -33,6 +34,10 @@ import json
 from pathlib import Path
 
 from lm_eval.api.model import LM
+
+
+# CannedGenLM.apply_chat_template's rendering as a Jinja chat template
+CHAT_TEMPLATE = "{% for message in messages %}{{ message['role'] }}: {{ message['content'] }}\n{% endfor %}"
 
 
 class ScriptedModelError(ValueError):
@@ -165,6 +170,10 @@ class CannedGenLM(_ScriptedLM):
     def tokenizer_name(self) -> str:
         """Fingerprint for the harness's request cache."""
         return self.name
+
+    def chat_template(self, chat_template=False) -> str:
+        """:data:`CHAT_TEMPLATE`, which the harness records for a run with ``--apply_chat_template``."""
+        return CHAT_TEMPLATE
 
     def apply_chat_template(self, chat_history, add_generation_prompt=True) -> str:
         """Render messages as ``"<role>: <content>\\n"`` lines.

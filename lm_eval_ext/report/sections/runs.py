@@ -29,7 +29,7 @@ def build(models: list[Model]) -> Section:
             rows.append([
                 model.label, str(run.path), run.date_id, run.model_source,
                 json.dumps(run.public_model_args, sort_keys=True, default=str),
-                json.dumps(run.config.get("gen_kwargs") or {}, sort_keys=True, default=str),
+                json.dumps(run.gen_kwargs, sort_keys=True, default=str),
                 json.dumps(run.settings, sort_keys=True), run.seed, run.data.get("lm_eval_version"), " ".join(run.tasks), " ".join(logged),
                 status.label, status.summary() or None, _resumed(run),
             ])
