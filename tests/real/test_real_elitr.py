@@ -1,11 +1,12 @@
 """ELITR-Bench on SmolLM2-135M-Instruct: single-turn and dependent multi-turn on `hf` and real vLLM, the transcripts
 fitted to the context, judged three ways.
 
-- `hf` (`simple_evaluate`, the authors' raw format), judged by the stub judge: every answer gets the stub's score
-  for it, none is lost;
-- plain `lm_eval run --model vllm` with the chat template, judged by the same model served by `vllm serve`: every
-  verdict is a score its reply holds, or a failure counted as unparseable, never a score the reply does not hold;
-- the vLLM run's single-turn answers judged through vLLM's offline batch runner on the plugin's batch request file
+- plain `lm_eval run --model hf` (the authors' raw format), judged by the stub judge: every answer gets the stub's
+  score for it, none is lost;
+- `simple_evaluate` with the harness's `vllm` model and the chat template, judged by the same model served by
+  `vllm serve`: every verdict is a score its reply holds, or a failure counted as unparseable, never a score the
+  reply does not hold;
+- the hf run's single-turn answers judged through vLLM's offline batch runner on the plugin's batch request file
   (`lm-eval-ext elitr score --judge-batch --dry-run`), collected with `lm-eval-ext judge collect`: the final score
   command calls no judge (its endpoint does not exist) and takes every verdict from the collected replies.
 
@@ -60,38 +61,41 @@ def judge_key():
 
 
 @pytest.fixture(scope="module")
-def hf_run(hf_lm, real_model_dir, data_dir, tmp_path_factory, judge_key) -> dict:
-    import lm_eval
+def hf_run(real_model_dir, data_dir, tmp_path_factory, judge_key) -> Path:
     from doubles.stub_openai import StubOpenAIServer
 
-    cache = tmp_path_factory.mktemp("elitr_hf") / "judge.sqlite"
+    out = tmp_path_factory.mktemp("elitr_hf")
     with StubOpenAIServer(responder=answering_the_probe(stub_score), models=["stub-judge"]) as judge:
-        return lm_eval.simple_evaluate(
-            model=hf_lm, tasks=[ST, MT], limit=LIMIT, gen_kwargs=GEN_KWARGS, log_samples=True,
-            metadata={**JUDGE_OPTIONS, **real.length_metadata(real_model_dir, CONTEXT),
-                      "judge_base_url": judge.base_url, "judge_model": "stub-judge", "judge_cache": str(cache)})
-
-
-@pytest.fixture(scope="module")
-def vllm_run(real_model_dir, vllm_server, data_dir, tmp_path_factory, judge_key) -> Path:
-    out = tmp_path_factory.mktemp("elitr_vllm")
-    # the small model's reply to the judge's probe holds no score (it does not follow the rubric's format): the probe
-    # would stop the run, so it is turned off, as its message says to for a judge one means to use
-    metadata = {**JUDGE_OPTIONS, "max_length": CONTEXT, "judge_base_url": vllm_server.base_url,
-                "judge_model": real.SERVED_NAME, "judge_cache": str(out / "judge.sqlite"), "judge_check": False}
-    command("lm_eval", "run", "--model", "vllm", "--model_args", real.model_args(real.vllm_args(real_model_dir)),
-            "--batch_size", "auto", "--apply_chat_template", "--tasks", f"{ST},{MT}", "--limit", str(LIMIT), "--gen_kwargs", GEN_KWARGS,
-            "--metadata", json.dumps(metadata), "--output_path", str(out), "--log_samples")
+        metadata = {**JUDGE_OPTIONS, "judge_base_url": judge.base_url, "judge_model": "stub-judge",
+                    "judge_cache": str(out / "judge.sqlite")}
+        command("lm_eval", "run", "--model", "hf", "--model_args", real.model_args(
+                    {"pretrained": real_model_dir, "dtype": "float32", "max_length": CONTEXT}),
+                "--device", "cpu", "--batch_size", str(real.HF_BATCH), "--tasks", f"{ST},{MT}", "--limit", str(LIMIT),
+                "--gen_kwargs", GEN_KWARGS, "--metadata", json.dumps(metadata), "--output_path", str(out),
+                "--log_samples")
     return out
 
 
-def vllm_samples(out: Path, task: str) -> list[dict]:
+@pytest.fixture(scope="module")
+def vllm_run(vllm_lm, real_model_dir, vllm_server, tmp_path_factory, judge_key) -> dict:
+    import lm_eval
+
+    # the small model's reply to the judge's probe holds no score (it does not follow the rubric's format): the probe
+    # would stop the run, so it is turned off, as its message says to for a judge one means to use
+    return lm_eval.simple_evaluate(
+        model=vllm_lm, tasks=[ST, MT], limit=LIMIT, gen_kwargs=GEN_KWARGS, apply_chat_template=True, log_samples=True,
+        metadata={**JUDGE_OPTIONS, **real.length_metadata(real_model_dir, CONTEXT), "judge_base_url": vllm_server.base_url,
+                  "judge_model": real.SERVED_NAME, "judge_check": False,
+                  "judge_cache": str(tmp_path_factory.mktemp("elitr_vllm") / "judge.sqlite")})
+
+
+def hf_samples(out: Path, task: str) -> list[dict]:
     (path,) = out.rglob(f"samples_{task}_*.jsonl")
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
 def test_every_prompt_is_fitted_to_the_context(hf_run, vllm_run):
-    for engine, samples in (("hf", hf_run["samples"]), ("vllm", {t: vllm_samples(vllm_run, t) for t in (ST, MT)})):
+    for engine, samples in (("hf", {t: hf_samples(hf_run, t) for t in (ST, MT)}), ("vllm", vllm_run["samples"])):
         for task in (ST, MT):
             assert len(samples[task]) == LIMIT, (engine, task)
             assert all(sample["prompts_truncated"] == 1 for sample in samples[task]), (engine, task)
@@ -100,7 +104,7 @@ def test_every_prompt_is_fitted_to_the_context(hf_run, vllm_run):
 
 
 def test_later_turns_hold_the_models_own_earlier_answers(hf_run, vllm_run):
-    for engine, samples in (("hf", hf_run["samples"][MT]), ("vllm", vllm_samples(vllm_run, MT))):
+    for engine, samples in (("hf", hf_samples(hf_run, MT)), ("vllm", vllm_run["samples"][MT])):
         turns = sorted((json.loads(s["resps"][0][0]) for s in samples), key=lambda turn: turn["turn"])
         assert [turn["turn"] for turn in turns] == [1, 2, 3], engine
         for later in turns[1:]:
@@ -115,20 +119,20 @@ def answer(sample: dict, task: str) -> str:
 
 
 def test_the_stub_judge_scores_every_answer_with_its_own_score(hf_run):
+    results = json.loads(next(hf_run.rglob("results_*.json")).read_text())["results"]
     for task in (ST, MT):
-        for sample in hf_run["samples"][task]:
+        for sample in hf_samples(hf_run, task):
             record = json.loads(sample["filtered_resps"][0])
             # the judge template holds the answer stripped; the stub scored that
             assert record["status"] == "scored" and record["raw_score"] == 1 + len(answer(sample, task).strip()) % 10
-        assert hf_run["results"][task]["judge_failures,judge"] == 0
+        assert results[task]["judge_failures,judge"] == 0
 
 
 def test_a_real_judge_scores_what_its_replies_hold_and_counts_the_rest(vllm_run):
     from lm_eval_ext.judge.parser import PARSERS
 
-    results = json.loads(next(vllm_run.rglob("results_*.json")).read_text())["results"]
     for task in (ST, MT):
-        records = judge_records(vllm_samples(vllm_run, task))
+        records = judge_records(vllm_run["samples"][task])
         for record in records:
             assert record["judge_outputs"], record  # every verdict keeps what the judge said
             parsed = PARSERS["boxed"].parse(record["judge_outputs"][-1], 1, 10).raw_score  # the rubric judge's
@@ -137,16 +141,16 @@ def test_a_real_judge_scores_what_its_replies_hold_and_counts_the_rest(vllm_run)
             else:
                 assert record["failure"] == "unparseable" and parsed is None, record
         failed = sum(record["status"] != "scored" for record in records)
-        assert results[task]["judge_failures,judge"] == failed, task
+        assert vllm_run["results"][task]["judge_failures,judge"] == failed, task
 
 
-def test_vllms_batch_runner_judges_the_plugins_request_file(vllm_run, real_model_dir, tmp_path, judge_key):
+def test_vllms_batch_runner_judges_the_plugins_request_file(hf_run, real_model_dir, tmp_path, judge_key):
     """The documented path for a local judge without a server: a dry run writes the request file, vLLM's
     `run_batch` answers it, `judge collect` puts the replies in the judge's cache, and the scoring command then
     takes every verdict from there (one ask each: a re-ask would need a live call)."""
     from lm_eval_ext.judge.parser import PARSERS
 
-    (samples,) = vllm_run.rglob(f"samples_{ST}_*.jsonl")
+    (samples,) = hf_run.rglob(f"samples_{ST}_*.jsonl")
     nowhere = f"http://127.0.0.1:{real.free_port()}/v1"  # nothing listens here: a judge call would fail the command
     judge = ["--judge-base-url", nowhere, "--judge-model", real.SERVED_NAME, "--judge-api-key-env", KEY_ENV,
              "--judge-cache", str(tmp_path / "judge.sqlite"), "--judge-max-tokens", "128", "--judge-reasks", "0",
