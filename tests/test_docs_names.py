@@ -175,7 +175,10 @@ def test_real_runs_write_the_documented_metrics(benchmark):
     documented = documented_metrics(benchmark)
     missing = _undocumented(real, documented)
     assert not missing, f"{benchmark}: metrics of real runs the README's metrics table does not name: {missing}"
-    unseen = _unseen(documented, real)
+    # a score by slice (question type, answer position, family) is written only for the slices a run's documents
+    # cover; the task code names those (the test above)
+    by_slice = _subset_metrics(benchmark)
+    unseen = [d for d in _unseen(documented, real) if not any(_pattern(d).fullmatch(n) for n in by_slice)]
     assert not unseen, f"{benchmark}: the README names metrics no real run wrote: {unseen}"
 
 

@@ -10,6 +10,7 @@ docs/images/leaderboard_screenshot.png.
 """
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -41,13 +42,14 @@ def _screenshot(page_file: Path, out: Path, height: int) -> None:
 
 def main(runs_dir: str) -> None:
     """Write both pictures (module docstring)."""
-    runs = [f"{LABEL}={folder}" for folder in sorted(Path(runs_dir).iterdir()) if folder.is_dir()]
+    os.chdir(runs_dir)  # the pages name each results file by its path: relative to RUNS_DIR
+    runs = [f"{LABEL}={folder.name}" for folder in sorted(Path().iterdir()) if folder.is_dir()]
     with tempfile.TemporaryDirectory() as tmp:
         report, records, site = Path(tmp, "report"), Path(tmp, "records"), Path(tmp, "site")
         _run("lm-eval-ext", "report", *runs, "--output", str(report), "--title", f"{LABEL}, real runs")
         _run("lm-eval-ext", "export", *runs, "--allow-partial", "--output", str(records))
         _run("lm-eval-ext", "leaderboard", "build", str(records), "--output", str(site))
-        _screenshot(report / "report.html", HERE / "report_screenshot.png", 900)
+        _screenshot(report / "report.html", HERE / "report_screenshot.png", 1500)
         _screenshot(site / "index.html", HERE / "leaderboard_screenshot.png", 900)
 
 

@@ -3,7 +3,8 @@
 Closed-book, oracle, a multi-document QA sweep (10 documents, the gold passage at positions 1, 5 and 10; the
 distractors from the mirror's partial first-release file) and a generated key-value sweep, greedy: the two engines
 give the same answer to at least 95% of the items, the same score wherever the answers are the same, and the gold
-passage helps (oracle above closed-book). The runs go through `simple_evaluate` with each engine's model.
+passage helps (oracle above closed-book). The runs go through `simple_evaluate` with each engine's model, each
+reply cut at 24 tokens (the tasks ask for 100 and stop at nothing; the answer scored is the reply's first line).
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ PARTIAL = ("lost_in_the_middle/partial_first_release_2023/ViktorTorp+lost-in-the
 # documents per task: 10 questions; one question at the sweep's 3 positions; one key-value example at its 5
 LIMITS = {"litm_qa_closedbook": 10, "litm_qa_oracle": 10, "litm_qa_10docs": 3, "litm_kv_generated": 5}
 KV_PAIRS = 10
+GEN_KWARGS = "max_gen_toks=24"
 
 
 def run(lm, model_dir, data_dir, chat: bool) -> dict:
@@ -28,7 +30,7 @@ def run(lm, model_dir, data_dir, chat: bool) -> dict:
     samples = {}
     for task, limit in LIMITS.items():
         results = lm_eval.simple_evaluate(model=lm, tasks=[task], limit=limit, metadata=metadata,
-                                          apply_chat_template=chat, log_samples=True)
+                                          apply_chat_template=chat, log_samples=True, gen_kwargs=GEN_KWARGS)
         samples[task] = {s["doc_id"]: s for s in results["samples"][task]}
         assert len(samples[task]) == limit, task
     return samples

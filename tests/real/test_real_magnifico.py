@@ -5,7 +5,7 @@ What a researcher reads in the samples must be there and agree: each raw reply (
 it (the execution record's ``prediction``, which is the documented rule applied to that reply: the paper's
 ``SELECT`` + completion, or the chat path's query), and what executing it gave (``executed``, ``error``, ``ex``),
 with the path in the results' metadata. The model is too small to write much correct SQL: its replies are the
-test, whatever they say.
+test, whatever they say; each is cut at 64 tokens (the tasks allow 128).
 """
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ pytestmark = pytest.mark.xdist_group("real_engines")
 TASKS = ("magnifico_description_plausible", "magnifico_fewshot_plausible", "magnifico_dialogue_start_plausible",
          "magnifico_phrase_direct")
 LIMIT = 2  # documents alternate novel and base items: one of each
+GEN_KWARGS = "max_gen_toks=64"
 
 
 @pytest.fixture(scope="module", params=[False, True], ids=["completion", "chat"])
@@ -27,7 +28,7 @@ def runs(request, vllm_lm, real_model_dir, data_dir) -> tuple[bool, dict]:
     import lm_eval
 
     results = lm_eval.simple_evaluate(model=vllm_lm, tasks=list(TASKS), limit=LIMIT, apply_chat_template=request.param,
-                                      log_samples=True, confirm_run_unsafe_code=True,
+                                      log_samples=True, gen_kwargs=GEN_KWARGS, confirm_run_unsafe_code=True,
                                       metadata=real.length_metadata(real_model_dir))
     return request.param, results
 
