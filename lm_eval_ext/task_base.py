@@ -48,6 +48,7 @@ from lm_eval.api.task import ConfigurableTask
 from lm_eval.filters import build_filter_ensemble
 
 from . import answers, user_errors
+from .prompt_length import not_checked_reason
 from .boundary import (CONVERSATION, WITHHELD, check_harness, features, filter_step_options, install_log_filter,
                        install_request_types, new_instance, unlisted)
 from .errors import UserError
@@ -188,6 +189,12 @@ class ExtTask(ConfigurableTask):
     def record_run_info(self, **info) -> None:
         """Add ``info`` to this task's ``metadata`` in the results file (``configs.<task>.metadata``)."""
         self.set_config(key="metadata", value={**(self.config.metadata or {}), **info})
+
+    def record_lengths_unchecked(self) -> str:
+        """Record in the results that this run's prompt lengths are not checked, and why; the reason."""
+        reason = not_checked_reason(self.config.metadata or {})
+        self.record_run_info(prompt_length=f"not checked ({reason})")
+        return reason
 
     def of_every_process(self, items: list) -> list:
         """``items`` of this process followed by those of the others, in rank order (the run's whole list in a

@@ -27,7 +27,7 @@ from lm_eval.api.metrics import mean
 from ..conversation import OVERFLOW_POLICIES, Turn, render, turn_messages
 from ..errors import UserError, metadata_arg
 from ..judge.harness import GENERATION_KEY, JudgedTask, judge_output, judge_result
-from ..prompt_length import (LengthCheckError, PromptTooLongError, not_checked_reason, resolve_budget,
+from ..prompt_length import (LengthCheckError, PromptTooLongError, resolve_budget,
                              shorten_middle)
 from .data import build_documents
 from .metrics import SUBSET_METRICS, question_metrics
@@ -159,8 +159,7 @@ class ElitrTask(JudgedTask):
         """Single-turn: measure every prompt before any is sent; stop, or shorten its transcript (``overflow``)."""
         self._dropped = {}
         if self.budget is None:
-            reason = not_checked_reason(self.config.metadata or {})
-            self.record_run_info(prompt_length=f"not checked ({reason})")
+            reason = self.record_lengths_unchecked()
             log.warning("%s: prompt lengths are NOT checked (%s); a model adapter may cut a long prompt's start, a "
                         "server may refuse it. Give max_length=N (and tokenizer=NAME if the model arguments name "
                         "none) to check them.", self.config.task, reason)

@@ -25,7 +25,7 @@ from lm_eval.api.metrics import mean
 
 from .. import sweeps
 from ..errors import metadata_arg
-from ..prompt_length import LengthBudget, Verdict, not_checked_reason, require_prompts_left, resolve_budget
+from ..prompt_length import LengthBudget, Verdict, require_prompts_left, resolve_budget
 from ..task_base import ExtTask
 from .contexts import kv_context, qa_context
 from .docs import LitmData, load
@@ -102,8 +102,7 @@ class LitmTask(ExtTask):
             self._record_coverage(instances)
         self._verdicts = {}
         if self.budget is None:
-            reason = not_checked_reason(self.config.metadata or {})
-            self.record_run_info(prompt_length=f"not checked ({reason})")
+            reason = self.record_lengths_unchecked()
             log.warning("%s: prompt lengths are NOT checked (%s); if the model's window is smaller than a prompt, "
                         "its adapter may cut the prompt's start. Give max_length=N (and tokenizer=NAME if the model "
                         "arguments name none) to check them.", self.setup.task, reason)

@@ -32,7 +32,7 @@ from lm_eval.api.metrics import mean
 
 from ..errors import UserError
 from ..metrics.relative import mean_relative_performance
-from ..prompt_length import not_checked_reason, resolve_budget
+from ..prompt_length import resolve_budget
 from ..task_base import ExtTask
 from .chat import chat_generation_kwargs, chat_messages
 from .documents import Setting, build_documents
@@ -165,8 +165,7 @@ class MagnificoTask(ExtTask):
         """Count the prompts the model's adapter will cut (longer than its context), when the context is known."""
         budget = resolve_budget(self.config.metadata or {})
         if budget is None:
-            reason = not_checked_reason(self.config.metadata or {})
-            self.record_run_info(prompt_length=f"not checked ({reason})")
+            reason = self.record_lengths_unchecked()
             logger.info("%s: prompt lengths are not checked (%s)", self.config.task, reason)
             return
         verdicts = budget.verdicts([(i.args[0], i.args[1]) for i in instances])
