@@ -30,7 +30,8 @@ def ray_cluster(vllm_ready):
     if shutil.which("ray", path=str(Path(sys.executable).parent)) is None:
         pytest.skip("needs Ray for vLLM's data parallelism (`pip install ray`)")
     ray = str(Path(sys.executable).parent / "ray")
-    started = subprocess.run([ray, "start", "--head", "--num-cpus", "2", "--num-gpus", "2", "--include-dashboard=false"],
+    started = subprocess.run([ray, "start", "--head", "--num-cpus", "2", "--num-gpus", "2", "--include-dashboard=false",
+                             "--disable-usage-stats"],
                             capture_output=True, text=True, timeout=300)
     assert started.returncode == 0, started.stderr[-3000:]
     yield "auto"
