@@ -71,14 +71,12 @@ def _check_outputs(out: Path, task: str, n_docs: int = 48) -> dict:
 
 
 @pytest.mark.slow
-def test_lm_eval_ext_run_with_tiny_hf_model(run_cli, tiny_model_dir, data_dir, tmp_path):
-    out = tmp_path / "out"
-    proc = run_cli(["lm-eval-ext", "run", "--model", "hf", "--model_args", f"pretrained={tiny_model_dir},dtype=float32",
-                    "--tasks", "lieder_base", "--batch_size", "32", "--device", "cpu",
-                    "--output_path", str(out), "--log_samples"])
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "lieder_base" in proc.stdout
-    _check_outputs(out, "lieder_base")
+def test_lm_eval_ext_run_with_tiny_hf_model(lieder_tiny):
+    # the session's run: `lm-eval-ext run --model hf --model_args pretrained=<tiny model>,dtype=float32 --tasks lieder
+    # --batch_size 32 --device cpu --output_path DIR --log_samples` (it exited with 0)
+    assert "lieder_base" in (lieder_tiny.parent / "stdout.txt").read_text()
+    _check_outputs(lieder_tiny, "lieder_base")
+    _check_outputs(lieder_tiny, "lieder_diff")
 
 
 @pytest.mark.slow

@@ -292,9 +292,9 @@ def _validate(python: Path, run_cli, *tasks: str):
 
 @pytest.mark.slow
 @skip_where_broken("validate")
-@pytest.mark.parametrize("editable", [False, True])
-def test_install_then_uninstall_in_a_fresh_venv(tmp_path, run_cli, editable, request, source_tree_builds):
-    # processes of that venv's interpreter: the installed wheel (or editable install) and its start-up hook
+def test_install_then_uninstall_in_a_fresh_venv(tmp_path, run_cli, plugin_wheel, source_tree_builds):
+    # processes of that venv's interpreter: the installed wheel, then an editable install, and the start-up hook.
+    # One venv for both: each uninstall must leave the venv's files as they were before the first install.
     python = _fresh_venv(tmp_path)
     site = Path(subprocess.check_output([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                                         text=True).strip())
@@ -302,29 +302,29 @@ def test_install_then_uninstall_in_a_fresh_venv(tmp_path, run_cli, editable, req
     # --ignore-installed: the fresh venv sees this venv's lm-eval-ext through its path entry, and pip would
     # take it as already installed (a non-editable install, as in CI)
     pip = [sys.executable, "-m", "pip", "--python", str(python)]
-    if editable:
-        with source_tree_builds:
-            proc = run_cli([*pip, "install", "--no-deps", "--ignore-installed", "--no-build-isolation", "-e", str(ROOT)],
-                           timeout=300)
-    else:
-        proc = run_cli([*pip, "install", "--no-deps", "--ignore-installed", str(request.getfixturevalue("plugin_wheel"))],
-                       timeout=300)
-    assert proc.returncode == 0, proc.stderr
-    hook = (site / "lm_eval_ext_autoload.pth").read_text()
-    assert hook.startswith("import sys; exec(") and hook.count("\n") == 1  # one line, the hook's source
-    # a Python start runs the hook and imports nothing of the plugin
-    proc = run_cli([str(python), "-c", "import sys; print(sys.meta_path[0].__name__, "
-                                       "sorted(m for m in sys.modules if m.startswith('lm_eval_ext')))"])
-    assert proc.stdout.split() == ["LmEvalExtStartupHook", "[]"], proc.stdout + proc.stderr
-    proc = run_cli([str(python), "-c", "from importlib.metadata import entry_points; "
-                                       "print(*sorted(e.name for e in entry_points(group='lm_eval.models')))"])
-    assert proc.stdout.split() == ["ext-replay"], proc.stdout + proc.stderr  # the one model users need
-    proc = _validate(python, run_cli, "lieder_base", "elitr_bench_qa_dev_mt", "magnifico")
-    assert proc.returncode == 0 and "All tasks found and valid" in proc.stdout, proc.stdout + proc.stderr
-    proc = run_cli([*pip, "uninstall", "-y", "lm-eval-ext"], timeout=300)
-    assert proc.returncode == 0, proc.stderr
-    assert set(site.iterdir()) == before, "pip uninstall left files behind"
-    proc = _validate(python, run_cli, "lieder_base")
+    for editable in (False, True):
+        if editable:
+            with source_tree_builds:
+                proc = run_cli([*pip, "install", "--no-deps", "--ignore-installed", "--no-build-isolation", "-e",
+                                str(ROOT)], timeout=300)
+        else:
+            proc = run_cli([*pip, "install", "--no-deps", "--ignore-installed", str(plugin_wheel)], timeout=300)
+        assert proc.returncode == 0, (editable, proc.stderr)
+        hook = (site / "lm_eval_ext_autoload.pth").read_text()
+        assert hook.startswith("import sys; exec(") and hook.count("\n") == 1, editable  # one line, the hook's source
+        # a Python start runs the hook and imports nothing of the plugin
+        proc = run_cli([str(python), "-c", "import sys; print(sys.meta_path[0].__name__, "
+                                           "sorted(m for m in sys.modules if m.startswith('lm_eval_ext')))"])
+        assert proc.stdout.split() == ["LmEvalExtStartupHook", "[]"], (editable, proc.stdout + proc.stderr)
+        proc = run_cli([str(python), "-c", "from importlib.metadata import entry_points; "
+                                           "print(*sorted(e.name for e in entry_points(group='lm_eval.models')))"])
+        assert proc.stdout.split() == ["ext-replay"], (editable, proc.stdout + proc.stderr)  # the one model users need
+        proc = _validate(python, run_cli, "lieder_base", "elitr_bench_qa_dev_mt", "magnifico")
+        assert proc.returncode == 0 and "All tasks found and valid" in proc.stdout, (editable, proc.stdout + proc.stderr)
+        proc = run_cli([*pip, "uninstall", "-y", "lm-eval-ext"], timeout=300)
+        assert proc.returncode == 0, (editable, proc.stderr)
+        assert set(site.iterdir()) == before, f"pip uninstall left files behind (editable={editable})"
+    proc = _validate(python, run_cli, "lieder_base")  # the venv as it was before the installs
     assert proc.returncode != 0 and "Tasks not found: lieder_base" in proc.stdout + proc.stderr
 
 

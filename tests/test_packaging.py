@@ -24,6 +24,8 @@ from lm_eval_ext import __version__
 RELEASE = PROJECT_ROOT / ".github" / "workflows" / "release.yml"
 NAME = f"lm_eval_ext-{__version__}"
 
+pytestmark = pytest.mark.xdist_group("packaging")  # one worker builds `distributions`
+
 
 @pytest.fixture(scope="module")
 def distributions(tmp_path_factory, source_tree_builds) -> tuple[Path, Path]:

@@ -42,15 +42,18 @@ def subprocess_env(extra: dict | None = None) -> dict:
     return {**env, **extra}
 
 
-def harness(out: Path, model: str, model_args: str, tasks: str, *extra: str, env: dict | None = None) -> Path:
+def harness(out: Path, model: str, model_args: str, tasks: str, *extra: str, env: dict | None = None,
+            stdout: Path | None = None) -> Path:
     """Run ``lm-eval-ext run`` (in this process, with the test doubles) with --output_path out --log_samples; return
-    out."""
+    out. ``stdout``: a file to keep what the command printed in."""
     from .commands import run
 
     cmd = ["lm-eval-ext", "run", "--model", model, "--model_args", model_args, "--tasks", tasks,
            "--output_path", str(out), "--log_samples", *extra]
     proc = run(cmd, env=env)
     assert proc.returncode == 0, f"{' '.join(cmd)} failed:\n{proc.stderr[-4000:]}"
+    if stdout is not None:
+        stdout.write_text(proc.stdout)
     return out
 
 

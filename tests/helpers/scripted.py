@@ -87,9 +87,10 @@ def lieder_scripted(tmp: Path, data_dir: Path) -> Path:
 
 
 def lieder_tiny(tmp: Path, tiny_model_dir: Path) -> Path:
-    """lieder (base + diff) with the tiny random hf model."""
+    """lieder (base + diff) with the tiny random hf model; what the command printed is in ``stdout.txt`` beside the
+    directory returned."""
     return harness(tmp / "out", "hf", f"pretrained={tiny_model_dir},dtype=float32", "lieder",
-                   "--batch_size", "32", "--device", "cpu")
+                   "--batch_size", "32", "--device", "cpu", stdout=tmp / "stdout.txt")
 
 
 # -- Lost in the Middle with canned generations -----------------------------------------------
