@@ -23,7 +23,6 @@ from lm_eval.api.model import LM
 
 from ..answers import SavedAnswersError, chat_key, load
 from ..boundary import restored_prompt
-from . import NAME, OWN_ARGS
 
 
 class ReplayLM(LM):
