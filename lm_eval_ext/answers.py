@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .atomic_write import atomic_open
+from .boundary import chat_template_of, stored_prompt
 from .errors import UserError, metadata_arg
 
 FORMAT = 1
@@ -69,8 +70,6 @@ class ChatPrompts:
     """
 
     def __init__(self, render, tokenizer_name: str) -> None:
-        from .boundary import chat_template_of
-
         self.render, self.tokenizer_name = render, tokenizer_name
         self.prompts: dict[str, dict] = {}
         try:
@@ -82,8 +81,6 @@ class ChatPrompts:
 
     def __call__(self, chat_history: list[dict], add_generation_prompt: bool = True):
         """The model's prompt for ``chat_history``, kept for the replay."""
-        from .boundary import stored_prompt
-
         prompt = self.render(chat_history, add_generation_prompt=add_generation_prompt)
         stored = stored_prompt(prompt)
         if stored is not None:
