@@ -48,10 +48,10 @@ from lm_eval.api.task import ConfigurableTask
 from lm_eval.filters import build_filter_ensemble
 
 from . import answers, user_errors
-from .prompt_length import not_checked_reason
 from .boundary import (CONVERSATION, WITHHELD, check_harness, features, filter_step_options, install_log_filter,
                        install_request_types, new_instance, unlisted)
 from .errors import UserError
+from .prompt_length import not_checked_reason
 
 BYPASS = "bypass"  # the harness's metric under --predict_only
 user_errors.install()  # a plugin task is being built: its errors are one paragraph under `lm_eval` too
