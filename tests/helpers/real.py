@@ -76,6 +76,17 @@ def length_metadata(model_dir: Path, max_length: int = MAX_MODEL_LEN) -> dict:
     return {"max_length": max_length, "tokenizer": str(model_dir)}
 
 
+def evaluate(lm, tasks, metadata: dict | None = None, **kwargs) -> dict:
+    """``lm_eval.simple_evaluate`` of the plugin's ``tasks`` on the model instance ``lm``, given a ``TaskManager`` of
+    the plugin's tasks only (the harness's Python API): without one, each call indexes the harness's ~14,700 built-in
+    task configs, about 7 CPU seconds. ``metadata`` reaches the tasks as ``--metadata`` does."""
+    import lm_eval
+    from lm_eval.tasks import TaskManager
+
+    manager = TaskManager(include_defaults=False, metadata=metadata or {})
+    return lm_eval.simple_evaluate(model=lm, tasks=list(tasks), task_manager=manager, **kwargs)
+
+
 def model_args(values: dict) -> str:
     """``--model_args`` text of ``values``."""
     return ",".join(f"{key}={value}" for key, value in values.items())
@@ -94,6 +105,42 @@ def _end_with_parent() -> None:
     import ctypes
 
     ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)
+
+
+class LmEvalRun:
+    """Plain ``lm_eval run ARGS --output_path OUT --log_samples`` (this venv's installed command), started in a process
+    of its own; a context manager that stops it if the test ends first. Every process of the tier computes on one
+    thread: a run started before the test process drives another engine fills the second core meanwhile. The
+    command's output goes to ``OUT/lm_eval.log`` (a pipe nobody reads while the test works would fill and stall it).
+    """
+
+    def __init__(self, args: list, out: Path) -> None:
+        out.mkdir(parents=True, exist_ok=True)
+        self.out = out
+        self.command = [str(Path(sys.executable).parent / "lm_eval"), "run", *map(str, args), "--output_path",
+                        str(out), "--log_samples"]
+        self.log = out / "lm_eval.log"
+        with open(self.log, "wb") as log:  # the child keeps its own descriptor
+            self._proc = subprocess.Popen(self.command, stdout=log, stderr=subprocess.STDOUT,
+                                          preexec_fn=_end_with_parent)
+
+    def __enter__(self) -> LmEvalRun:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._proc.poll() is None:
+            self._proc.kill()
+            self._proc.wait()
+
+    def results(self, timeout: float = 1200) -> dict:
+        """Wait for the command (it must succeed); its results file."""
+        try:
+            code = self._proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            code = None
+        assert code == 0, f"{' '.join(self.command)} ended with {code}:\n{self.log.read_text()[-4000:]}"
+        (results,) = self.out.rglob("results_*.json")
+        return json.loads(results.read_text())
 
 
 class VllmServer:

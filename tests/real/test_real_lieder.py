@@ -8,8 +8,6 @@ kernels) on the same fp32 weights: every comparison of the group comes out the s
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -20,14 +18,10 @@ pytestmark = pytest.mark.xdist_group("real_server")  # the server's runs live on
 TASKS = ("lieder", "lieder_base", "lieder_diff")
 
 
-def lm_eval_cli(args: list[str], out: Path, timeout: float = 1200) -> dict:
-    """Plain ``lm_eval run ARGS --output_path out --log_samples`` (the installed command, a process of its own);
-    its results file."""
-    command = [str(Path(sys.executable).parent / "lm_eval"), "run", *args, "--output_path", str(out), "--log_samples"]
-    proc = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
-    assert proc.returncode == 0, f"{' '.join(command)}:\n{proc.stderr[-4000:]}"
-    (results,) = out.rglob("results_*.json")
-    return json.loads(results.read_text())
+def lm_eval_cli(args: list, out: Path) -> dict:
+    """Plain ``lm_eval run ARGS`` in a process of its own (:class:`helpers.real.LmEvalRun`); its results file."""
+    with real.LmEvalRun(args, out) as run:
+        return run.results()
 
 
 def numbers(results: dict) -> dict:
@@ -44,15 +38,15 @@ def samples(out: Path, task: str) -> dict[int, dict]:
 
 @pytest.fixture(scope="module")
 def runs(real_model_dir, vllm_lm, vllm_server, tmp_path_factory) -> dict:
-    import lm_eval
-
     tmp = tmp_path_factory.mktemp("lieder")
-    hf = lm_eval_cli(["--model", "hf", "--model_args", f"pretrained={real_model_dir},dtype=float32", "--device", "cpu",
-                      "--batch_size", str(real.HF_BATCH), "--tasks", "lieder"], tmp / "hf")
-    vllm = lm_eval.simple_evaluate(model=vllm_lm, tasks=["lieder"])
-    server = lm_eval_cli(["--model", "local-completions", "--model_args", real.model_args(
-        {"model": real.SERVED_NAME, "base_url": f"{vllm_server.base_url}/completions", "tokenizer": real_model_dir,
-         "tokenizer_backend": "huggingface", "num_concurrent": 4}), "--tasks", "lieder"], tmp / "server")
+    # hf computes in its own process while this one drives vLLM, then the server
+    with real.LmEvalRun(["--model", "hf", "--model_args", f"pretrained={real_model_dir},dtype=float32", "--device",
+                         "cpu", "--batch_size", real.HF_BATCH, "--tasks", "lieder"], tmp / "hf") as hf_run:
+        vllm = real.evaluate(vllm_lm, ["lieder"])
+        server = lm_eval_cli(["--model", "local-completions", "--model_args", real.model_args(
+            {"model": real.SERVED_NAME, "base_url": f"{vllm_server.base_url}/completions", "tokenizer": real_model_dir,
+             "tokenizer_backend": "huggingface", "num_concurrent": 4}), "--tasks", "lieder"], tmp / "server")
+        hf = hf_run.results()
     return {"hf": hf, "vllm": vllm, "server": server, "hf_out": tmp / "hf"}
 
 

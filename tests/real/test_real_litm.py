@@ -24,13 +24,11 @@ GEN_KWARGS = "max_gen_toks=24"
 
 def run(lm, model_dir, data_dir, chat: bool) -> dict:
     """The four tasks on ``lm``, each with its own limit; the samples of every task by doc_id."""
-    import lm_eval
-
     metadata = {"litm_qa_file": str(data_dir / PARTIAL), "litm_kv_pairs": KV_PAIRS, **real.length_metadata(model_dir)}
     samples = {}
     for task, limit in LIMITS.items():
-        results = lm_eval.simple_evaluate(model=lm, tasks=[task], limit=limit, metadata=metadata,
-                                          apply_chat_template=chat, log_samples=True, gen_kwargs=GEN_KWARGS)
+        results = real.evaluate(lm, [task], metadata, limit=limit, apply_chat_template=chat, log_samples=True,
+                                gen_kwargs=GEN_KWARGS)
         samples[task] = {s["doc_id"]: s for s in results["samples"][task]}
         assert len(samples[task]) == limit, task
     return samples

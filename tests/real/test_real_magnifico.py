@@ -25,11 +25,9 @@ GEN_KWARGS = "max_gen_toks=64"
 
 @pytest.fixture(scope="module", params=[False, True], ids=["completion", "chat"])
 def runs(request, vllm_lm, real_model_dir, data_dir) -> tuple[bool, dict]:
-    import lm_eval
-
-    results = lm_eval.simple_evaluate(model=vllm_lm, tasks=list(TASKS), limit=LIMIT, apply_chat_template=request.param,
-                                      log_samples=True, gen_kwargs=GEN_KWARGS, confirm_run_unsafe_code=True,
-                                      metadata=real.length_metadata(real_model_dir))
+    results = real.evaluate(vllm_lm, TASKS, real.length_metadata(real_model_dir), limit=LIMIT,
+                            apply_chat_template=request.param, log_samples=True, gen_kwargs=GEN_KWARGS,
+                            confirm_run_unsafe_code=True)
     return request.param, results
 
 

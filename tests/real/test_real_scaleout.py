@@ -39,9 +39,7 @@ def ray_cluster(vllm_ready):
 
 
 def test_two_replicas_give_the_numbers_of_one_engine(real_model_dir, vllm_lm, ray_cluster, tmp_path):
-    import lm_eval
-
-    one = lm_eval.simple_evaluate(model=vllm_lm, tasks=["lieder_base"], limit=LIMIT)["results"]["lieder_base"]
+    one = real.evaluate(vllm_lm, ["lieder_base"], limit=LIMIT)["results"]["lieder_base"]
     args = real.model_args({**real.vllm_args(real_model_dir), "data_parallel_size": 2})
     command = [str(Path(sys.executable).parent / "lm_eval"), "run", "--model", "vllm", "--model_args", args,
                "--batch_size", "auto", "--tasks", "lieder_base", "--limit", str(LIMIT), "--output_path", str(tmp_path)]
