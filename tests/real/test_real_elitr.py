@@ -68,18 +68,18 @@ def runs(real_model_dir, data_dir, vllm_lm, vllm_server, tmp_path_factory, judge
 
     out = tmp_path_factory.mktemp("elitr_hf")
     with StubOpenAIServer(responder=answering_the_probe(stub_score), models=["stub-judge"]) as judge:
-        metadata = {**JUDGE_OPTIONS, "judge_base_url": judge.base_url, "judge_model": "stub-judge",
-                    "judge_cache": str(out / "judge.sqlite")}
+        stubbed = {**JUDGE_OPTIONS, "judge_base_url": judge.base_url, "judge_model": "stub-judge",
+                   "judge_cache": str(out / "judge.sqlite")}
         with real.LmEvalRun(["--model", "hf", "--model_args", real.model_args(
                                 {"pretrained": real_model_dir, "dtype": "float32", "max_length": CONTEXT}),
                              "--device", "cpu", "--batch_size", real.HF_BATCH, "--tasks", f"{ST},{MT}", "--limit",
-                             LIMIT, "--gen_kwargs", GEN_KWARGS, "--metadata", json.dumps(metadata)], out) as hf:
+                             LIMIT, "--gen_kwargs", GEN_KWARGS, "--metadata", json.dumps(stubbed)], out) as hf:
             # the small model's reply to the judge's probe holds no score (it does not follow the rubric's format):
             # the probe would stop the run, so it is turned off, as its message says to for a judge one means to use
-            metadata = {**JUDGE_OPTIONS, **real.length_metadata(real_model_dir, CONTEXT),
-                        "judge_base_url": vllm_server.base_url, "judge_model": real.SERVED_NAME, "judge_check": False,
-                        "judge_cache": str(tmp_path_factory.mktemp("elitr_vllm") / "judge.sqlite")}
-            vllm = real.evaluate(vllm_lm, [ST, MT], metadata, limit=LIMIT, gen_kwargs=GEN_KWARGS,
+            served = {**JUDGE_OPTIONS, **real.length_metadata(real_model_dir, CONTEXT),
+                      "judge_base_url": vllm_server.base_url, "judge_model": real.SERVED_NAME, "judge_check": False,
+                      "judge_cache": str(tmp_path_factory.mktemp("elitr_vllm") / "judge.sqlite")}
+            vllm = real.evaluate(vllm_lm, [ST, MT], served, limit=LIMIT, gen_kwargs=GEN_KWARGS,
                                  apply_chat_template=True, log_samples=True)
             hf.results()
     return out, vllm
