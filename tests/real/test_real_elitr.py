@@ -61,9 +61,9 @@ def judge_key():
 
 
 @pytest.fixture(scope="module")
-def runs(real_model_dir, data_dir, vllm_lm, vllm_server, tmp_path_factory, judge_key) -> tuple[Path, dict]:
-    """The hf run's results folder (in a process of its own, computing while this one drives vLLM) and the vLLM
-    run's results."""
+def runs(request, real_model_dir, data_dir, tmp_path_factory, judge_key) -> tuple[Path, dict]:
+    """The hf run's results folder (in a process of its own, computing while this one starts vLLM and its server and
+    drives them) and the vLLM run's results."""
     from doubles.stub_openai import StubOpenAIServer
 
     out = tmp_path_factory.mktemp("elitr_hf")
@@ -74,10 +74,12 @@ def runs(real_model_dir, data_dir, vllm_lm, vllm_server, tmp_path_factory, judge
                                 {"pretrained": real_model_dir, "dtype": "float32", "max_length": CONTEXT}),
                              "--device", "cpu", "--batch_size", real.HF_BATCH, "--tasks", f"{ST},{MT}", "--limit",
                              LIMIT, "--gen_kwargs", GEN_KWARGS, "--metadata", json.dumps(stubbed)], out) as hf:
+            server = request.getfixturevalue("vllm_server")  # starts in the background
+            vllm_lm = request.getfixturevalue("vllm_lm")
             # the small model's reply to the judge's probe holds no score (it does not follow the rubric's format):
             # the probe would stop the run, so it is turned off, as its message says to for a judge one means to use
             served = {**JUDGE_OPTIONS, **real.length_metadata(real_model_dir, CONTEXT),
-                      "judge_base_url": vllm_server.base_url, "judge_model": real.SERVED_NAME, "judge_check": False,
+                      "judge_base_url": server.url(), "judge_model": real.SERVED_NAME, "judge_check": False,
                       "judge_cache": str(tmp_path_factory.mktemp("elitr_vllm") / "judge.sqlite")}
             vllm = real.evaluate(vllm_lm, [ST, MT], served, limit=LIMIT, gen_kwargs=GEN_KWARGS,
                                  apply_chat_template=True, log_samples=True)
@@ -96,8 +98,7 @@ def vllm_run(runs) -> dict:
 
 
 def hf_samples(out: Path, task: str) -> list[dict]:
-    (path,) = out.rglob(f"samples_{task}_*.jsonl")
-    return [json.loads(line) for line in path.read_text().splitlines()]
+    return list(real.samples(out, task).values())
 
 
 def test_every_prompt_is_fitted_to_the_context(hf_run, vllm_run):

@@ -3,10 +3,16 @@
 Closed-book, oracle, a multi-document QA sweep (10 documents, the gold passage at positions 1, 5 and 10; the
 distractors from the mirror's partial first-release file) and a generated key-value sweep, greedy: the two engines
 give the same answer to at least 95% of the items, the same score wherever the answers are the same, and the gold
-passage helps (oracle above closed-book). The runs go through `simple_evaluate` with each engine's model, each
-reply cut at 24 tokens (the tasks ask for 100 and stop at nothing; the answer scored is the reply's first line).
+passage helps (oracle above closed-book). The `hf` runs are plain `lm_eval run` commands, computing in processes
+of their own while the test process drives vLLM through `simple_evaluate`; both name each task's documents with
+`--samples`. Each reply is cut at 24 tokens (the tasks ask for 100 and stop at nothing; the answer scored is the
+reply's first line).
 """
 from __future__ import annotations
+
+import contextlib
+import json
+from pathlib import Path
 
 import pytest
 
@@ -17,26 +23,59 @@ PARTIAL = ("lost_in_the_middle/partial_first_release_2023/ViktorTorp+lost-in-the
            "20_total_documents/gpt_reordered/nq-open-20_total_documents_gold_at_0-gpt-35-reorder-predictions-scored"
            ".jsonl.gz")
 # documents per task: 10 questions; one question at the sweep's 3 positions; one key-value example at its 5
-LIMITS = {"litm_qa_closedbook": 10, "litm_qa_oracle": 10, "litm_qa_10docs": 3, "litm_kv_generated": 5}
+SAMPLES = {"litm_qa_closedbook": list(range(10)), "litm_qa_oracle": list(range(10)), "litm_qa_10docs": [0, 1, 2],
+           "litm_kv_generated": list(range(5))}
 KV_PAIRS = 10
 GEN_KWARGS = "max_gen_toks=24"
+SETTINGS = {"completion": False, "chat": True}  # --apply_chat_template
 
 
-def run(lm, model_dir, data_dir, chat: bool) -> dict:
-    """The four tasks on ``lm``, each with its own limit; the samples of every task by doc_id."""
-    metadata = {"litm_qa_file": str(data_dir / PARTIAL), "litm_kv_pairs": KV_PAIRS, **real.length_metadata(model_dir)}
-    samples = {}
-    for task, limit in LIMITS.items():
-        results = real.evaluate(lm, [task], metadata, limit=limit, apply_chat_template=chat, log_samples=True,
-                                gen_kwargs=GEN_KWARGS)
-        samples[task] = {s["doc_id"]: s for s in results["samples"][task]}
-        assert len(samples[task]) == limit, task
-    return samples
+def metadata(model_dir: Path, data_dir: Path) -> dict:
+    """The runs' --metadata: the first-release QA file, the key-value size, the context (as the hf command has it)."""
+    return {"litm_qa_file": str(data_dir / PARTIAL), "litm_kv_pairs": KV_PAIRS, **real.length_metadata(model_dir)}
 
 
-@pytest.fixture(scope="module", params=[False, True], ids=["completion", "chat"])
-def both(request, hf_lm, vllm_lm, real_model_dir, data_dir) -> dict:
-    return {engine: run(lm, real_model_dir, data_dir, request.param) for engine, lm in (("hf", hf_lm), ("vllm", vllm_lm))}
+def hf_command(model_dir: Path, data_dir: Path, chat: bool) -> list:
+    """The `lm_eval run` arguments of the hf run of one setting."""
+    # one prompt per forward pass: the prompts differ in length tenfold, and a batch pads each to its longest
+    return ["--model", "hf", "--model_args", f"pretrained={model_dir},dtype=float32", "--device", "cpu",
+            "--batch_size", 1, "--tasks", ",".join(SAMPLES), "--samples", json.dumps(SAMPLES),
+            "--gen_kwargs", GEN_KWARGS, "--metadata", json.dumps(metadata(model_dir, data_dir)),
+            *(["--apply_chat_template"] if chat else [])]
+
+
+@pytest.fixture(scope="module")
+def runs(request, real_model_dir, data_dir, tmp_path_factory) -> dict:
+    """setting -> engine -> task -> doc_id -> sample."""
+    tmp = tmp_path_factory.mktemp("litm")
+    out = {}
+    with contextlib.ExitStack() as stack:  # both hf commands compute while this process drives vLLM
+        hf_runs = {name: stack.enter_context(real.LmEvalRun(hf_command(real_model_dir, data_dir, chat), tmp / name))
+                   for name, chat in SETTINGS.items()}
+        vllm_lm = request.getfixturevalue("vllm_lm")  # the engine starts while they compute
+        for name, chat in SETTINGS.items():
+            vllm = real.evaluate(vllm_lm, list(SAMPLES), metadata(real_model_dir, data_dir), samples=SAMPLES,
+                                 apply_chat_template=chat, log_samples=True, gen_kwargs=GEN_KWARGS)["samples"]
+            out[name] = {"vllm": {task: {s["doc_id"]: s for s in vllm[task]} for task in SAMPLES}}
+        for name, hf_run in hf_runs.items():
+            hf_run.results()
+            out[name]["hf"] = {task: real.samples(hf_run.out, task) for task in SAMPLES}
+    for engines in out.values():
+        for engine, samples in engines.items():
+            assert {task: sorted(docs) for task, docs in samples.items()} == SAMPLES, engine
+    return out
+
+
+@pytest.fixture(params=list(SETTINGS))
+def both(request, runs) -> dict:
+    return runs[request.param]
+
+
+def prompt(sample: dict) -> str:
+    """The prompt sent: a results file writes a request's arguments as ``gen_args_0: {arg_0: ...}``, the Python API
+    keeps them as a tuple."""
+    arguments = sample["arguments"]
+    return arguments["gen_args_0"]["arg_0"] if isinstance(arguments, dict) else arguments[0][0]
 
 
 def answer(sample: dict) -> str:
@@ -49,7 +88,7 @@ def test_hf_and_vllm_give_the_same_answers(both):
     for task, hf_samples in both["hf"].items():
         for doc_id, sample in hf_samples.items():
             theirs = both["vllm"][task][doc_id]
-            assert sample["arguments"] == theirs["arguments"], (task, doc_id)  # the same prompt was sent
+            assert prompt(sample) == prompt(theirs), (task, doc_id)  # the same prompt was sent
             total += 1
             if answer(sample) == answer(theirs):
                 same += 1

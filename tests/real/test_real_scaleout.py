@@ -20,7 +20,7 @@ import pytest
 
 from helpers import real
 
-pytestmark = pytest.mark.xdist_group("real_engines")
+pytestmark = pytest.mark.xdist_group("real_server")  # after LIEDER and ELITR-Bench: the two workers even out
 LIMIT = 8
 
 
