@@ -71,11 +71,13 @@ def both(request, runs) -> dict:
     return runs[request.param]
 
 
-def prompt(sample: dict) -> str:
-    """The prompt sent: a results file writes a request's arguments as ``gen_args_0: {arg_0: ...}``, the Python API
-    keeps them as a tuple."""
+def request(sample: dict) -> list:
+    """The request sent (the prompt, the generation arguments) as a results file holds it: the Python API keeps a
+    request's arguments as a tuple, the file as ``gen_args_0: {arg_0: ..., arg_1: ...}`` in JSON."""
     arguments = sample["arguments"]
-    return arguments["gen_args_0"]["arg_0"] if isinstance(arguments, dict) else arguments[0][0]
+    if isinstance(arguments, dict):
+        return list(arguments["gen_args_0"].values())
+    return json.loads(json.dumps(list(arguments[0])))
 
 
 def answer(sample: dict) -> str:
@@ -88,7 +90,7 @@ def test_hf_and_vllm_give_the_same_answers(both):
     for task, hf_samples in both["hf"].items():
         for doc_id, sample in hf_samples.items():
             theirs = both["vllm"][task][doc_id]
-            assert prompt(sample) == prompt(theirs), (task, doc_id)  # the same prompt was sent
+            assert request(sample) == request(theirs), (task, doc_id)  # the same prompt and arguments were sent
             total += 1
             if answer(sample) == answer(theirs):
                 same += 1
