@@ -71,7 +71,7 @@ def both(request, runs) -> dict:
     return runs[request.param]
 
 
-def request(sample: dict) -> list:
+def sent(sample: dict) -> list:
     """The request sent (the prompt, the generation arguments) as a results file holds it: the Python API keeps a
     request's arguments as a tuple, the file as ``gen_args_0: {arg_0: ..., arg_1: ...}`` in JSON."""
     arguments = sample["arguments"]
@@ -90,7 +90,7 @@ def test_hf_and_vllm_give_the_same_answers(both):
     for task, hf_samples in both["hf"].items():
         for doc_id, sample in hf_samples.items():
             theirs = both["vllm"][task][doc_id]
-            assert request(sample) == request(theirs), (task, doc_id)  # the same prompt and arguments were sent
+            assert sent(sample) == sent(theirs), (task, doc_id)  # the same prompt and arguments were sent
             total += 1
             if answer(sample) == answer(theirs):
                 same += 1
