@@ -118,11 +118,12 @@ def _end_with_parent() -> None:
 class LmEvalRun:
     """Plain ``lm_eval run ARGS --output_path OUT --log_samples`` (this venv's installed command), started in a process
     of its own; a context manager that stops it if the test ends first. Every process of the tier computes on one
-    thread: a run started before the test process drives another engine fills the second core meanwhile. The
-    command's output goes to ``OUT/lm_eval.log`` (a pipe nobody reads while the test works would fill and stall it).
+    thread: a run started before the test process drives another engine fills the second core meanwhile. ``env`` is
+    added to the command's environment. The command's output goes to ``OUT/lm_eval.log`` (a pipe nobody reads while
+    the test works would fill and stall it).
     """
 
-    def __init__(self, args: list, out: Path) -> None:
+    def __init__(self, args: list, out: Path, env: dict | None = None) -> None:
         out.mkdir(parents=True, exist_ok=True)
         self.out = out
         self.command = [str(Path(sys.executable).parent / "lm_eval"), "run", *map(str, args), "--output_path",
@@ -130,7 +131,7 @@ class LmEvalRun:
         self.log = out / "lm_eval.log"
         with open(self.log, "wb") as log:  # the child keeps its own descriptor
             self._proc = subprocess.Popen(self.command, stdout=log, stderr=subprocess.STDOUT,
-                                          preexec_fn=_end_with_parent)
+                                          env={**os.environ, **(env or {})}, preexec_fn=_end_with_parent)
 
     def __enter__(self) -> LmEvalRun:
         return self

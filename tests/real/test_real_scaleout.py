@@ -9,8 +9,6 @@ plugin's side of a multi-process run with a test double.
 """
 from __future__ import annotations
 
-import json
-import os
 import shutil
 import subprocess
 import sys
@@ -41,11 +39,8 @@ def ray_cluster(vllm_ready):
 def test_two_replicas_give_the_numbers_of_one_engine(real_model_dir, vllm_lm, ray_cluster, tmp_path):
     one = real.evaluate(vllm_lm, ["lieder_base"], limit=LIMIT)["results"]["lieder_base"]
     args = real.model_args({**real.vllm_args(real_model_dir), "data_parallel_size": 2})
-    command = [str(Path(sys.executable).parent / "lm_eval"), "run", "--model", "vllm", "--model_args", args,
-               "--batch_size", "auto", "--tasks", "lieder_base", "--limit", str(LIMIT), "--output_path", str(tmp_path)]
-    proc = subprocess.run(command, capture_output=True, text=True, timeout=1200,
-                          env={**os.environ, "RAY_ADDRESS": ray_cluster})
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    two = json.loads(next(tmp_path.rglob("results_*.json")).read_text())["results"]["lieder_base"]
+    with real.LmEvalRun(["--model", "vllm", "--model_args", args, "--batch_size", "auto", "--tasks", "lieder_base",
+                         "--limit", LIMIT], tmp_path, env={"RAY_ADDRESS": ray_cluster}) as run:
+        two = run.results()["results"]["lieder_base"]
     numbers = {key: value for key, value in one.items() if isinstance(value, (int, float))}
     assert len(numbers) > 40 and numbers == {key: two[key] for key in numbers}
