@@ -1,6 +1,6 @@
 """The stub OpenAI server's options that other tests rely on: jitter, in-flight count, malformed JSON,
 prompt log-probs in the legacy completions format (and two broken servers), end to end through the
-harness's ``local-completions`` model."""
+harness's ``local-completions`` model; and a client's reset, which is no error of the stub."""
 from __future__ import annotations
 
 import concurrent.futures
@@ -197,3 +197,19 @@ def test_tokenize_takes_no_fault_of_the_sequence():
         assert _post(srv.base_url.removesuffix("/v1") + "/tokenize", {"prompt": "a b"}).json()["count"] == 2
         assert _post(srv.chat_url, {"messages": []}).status_code == 500  # the first fault, still first
         assert _post(srv.chat_url, {"messages": []}).status_code == 200
+
+
+def test_a_client_that_resets_its_connection_is_no_error_of_the_stub(capsys):
+    """A reset (a client closing a kept-alive connection, or a reply it stopped reading) prints nothing, as a served
+    API takes it; any other error of a request's handling is shown with its traceback."""
+    with StubOpenAIServer() as srv:
+        for error in (ConnectionResetError(104, "Connection reset by peer"), BrokenPipeError(32, "Broken pipe"),
+                      ValueError("a defect of the stub")):
+            try:
+                raise error
+            except (OSError, ValueError):  # handle_error runs inside the server's except block
+                srv._server.handle_error(None, ("127.0.0.1", 1))
+    err = capsys.readouterr().err
+    assert err.count("Exception occurred during processing of request") == 1
+    assert "ValueError: a defect of the stub" in err
+    assert "ConnectionResetError" not in err and "BrokenPipeError" not in err
