@@ -1,6 +1,7 @@
 """The MAGNIFICo section: on result directories written by the real harness (scripted SQL; the expected
 numbers are worked out by hand in helpers/scripted.py), and on a hand-written results file
-(tests/fixtures/results/magnifico) where rel_perf is undefined for one task.
+(tests/fixtures/results/magnifico) where rel_perf is undefined for one task, and on a real run of SmolLM2-135M-Instruct
+(tests/fixtures/real/mag_description_chat) whose rel_perf is undefined in a task of the paper's Table 3.
 """
 from __future__ import annotations
 
@@ -104,3 +105,21 @@ def test_undefined_rel_perf_is_na_with_the_reason(tmp_path):
     assert ax.get_xlim() == (-0.5, 0.5)  # the n/a slot is inside the axes
     assert "n/a: rel_perf undefined, every interpretation's base EX under 5%" in forms.caption
     assert "excluded before scoring: org/tiny-sql · magnifico_direct_foreign: 3 (missing Spider database)" in page
+
+
+def test_undefined_rel_perf_is_na_beside_the_papers_table_3(tmp_path):
+    """A real run (SmolLM2-135M-Instruct, magnifico_description_plausible, --limit 4, chat template): its one
+    interpretation's base EX is 0, so rel_perf is undefined; the Table 3 figure writes n/a in the model's slot, beside
+    the paper's two bars, and its caption says why."""
+    from lm_eval_ext.report.build import build_report
+
+    report = build_report([str(FIXTURES / "real" / "mag_description_chat")], tmp_path / "report")
+    (section,) = [s for s in report.sections if s.key == "magnifico"]
+    (table3,) = [b for b in section.blocks if getattr(b, "name", None) == "magnifico_table3"]
+    (ax,) = table3.figure.axes
+    bars = [(patch.get_x() + patch.get_width() / 2, patch.get_height()) for patch in ax.patches]
+    assert [round(height, 2) for _, height in bars[:2]] == [79.4, 91.46]  # StarCoder, GPT-3.5-Turbo (Table 3)
+    assert math.isnan(bars[2][1])  # the model's bar: rel_perf undefined
+    (text,) = ax.texts
+    assert text.get_text() == "n/a" and text.get_position()[0] == pytest.approx(bars[2][0])
+    assert "n/a: rel_perf undefined, every interpretation's base EX under 5% (none kept)." in table3.caption

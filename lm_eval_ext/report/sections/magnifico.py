@@ -41,6 +41,7 @@ PROMPT_ORDER = ("direct", "description", "fewshot", "dialogue")
 FORM_ORDER = ("plausible", "foreign", "adversarial", "concept", "base")
 POSITION_ORDER = ("start", "mid", "end")
 FORM_HATCH = {"plausible": "", "foreign": "//", "adversarial": "..", "concept": "xx"}
+NA_CAPTION = " n/a: rel_perf undefined, every interpretation's base EX under 5% (none kept)."
 
 INTRO = (
     "Patel et al. (EMNLP 2023). Relative performance rel_perf = min(EX on novel-interpretation items / EX on the "
@@ -226,16 +227,20 @@ def _bars(models: list[Model], settings: list[Setting], name: str, title: str, c
         for position, group in zip(positions, groups):
             if group in mine and mine[group].rel_perf_note:
                 undefined = True
-                ax.text(position, 2, "n/a", rotation=90, ha="center", va="bottom", fontsize="x-small",
-                        color=model_color(i))
+                _write_na(ax, position, model_color(i))
     if undefined:
-        caption += " n/a: rel_perf undefined, every interpretation's base EX under 5% (none kept)."
+        caption += NA_CAPTION
     ax.set_xticks(x, groups, rotation=20 if len(groups) > 4 else 0, ha="right" if len(groups) > 4 else "center")
     ax.set_xlim(-0.5, len(groups) - 0.5)  # every slot shown, even one whose bars are all n/a
     ax.set_ylim(0, 105)
     ax.set_ylabel("relative performance (%)")
     ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
     return Figure(name, f"MAGNIFICo: {title}", caption, fig)
+
+
+def _write_na(ax, position: float, color) -> None:
+    """"n/a" where a bar of an undefined rel_perf would stand (a bar of NaN draws nothing)."""
+    ax.text(position, 2, "n/a", rotation=90, ha="center", va="bottom", fontsize="x-small", color=color)
 
 
 def _heatmap(models: list[Model], data: list[tuple[Setting, list[dict]]]) -> Figure:
@@ -345,9 +350,10 @@ def _table3_figure(models: list[Model], settings: list[Setting], published: Publ
     series = [("published", rank, name) for rank, name in enumerate(names)]
     series += [("own", models.index(m), m) for m in models if any(s.model is m for s in settings)]
     width = 0.8 / max(len(series), 1)
-    other_sets = []
+    other_sets, undefined = [], []
     for j, (kind, rank, who) in enumerate(series):
         heights = []
+        positions = x - 0.4 + width * (j + 0.5)
         for prompt_type, form in groups:
             task = next(s.task for s in settings if (s.prompt_type, s.form) == (prompt_type, form))
             if kind == "published":
@@ -357,15 +363,18 @@ def _table3_figure(models: list[Model], settings: list[Setting], published: Publ
             mine = [s for s in settings if s.model is who and (s.prompt_type, s.form) == (prompt_type, form)]
             value = mine[0].metrics.get("rel_perf", np.nan) if mine else np.nan
             heights.append(value)
+            if mine and mine[0].rel_perf_note:
+                undefined.append((positions[len(heights) - 1], model_color(rank)))
             keys = mine[0].interpretation_keys() if mine else None
             if mine and prompt_type == "description" and keys != set(DIALOGUE_INTERPRETATIONS):
                 other_sets.append(f"{who.label} · {mine[0].task}")
-        positions = x - 0.4 + width * (j + 0.5)
         if kind == "published":
             ax.bar(positions, heights, width, color=published_color(rank, len(names)), hatch="xx", edgecolor="white",
                    label=published_label(who))
         else:
             ax.bar(positions, heights, width, color=model_color(rank), edgecolor="white", label=who.label)
+    for position, color in undefined:
+        _write_na(ax, position, color)
     ax.set_xticks(x, [f"{prompt_type} · {form}" for prompt_type, form in groups])
     ax.set_xlim(-0.5, len(groups) - 0.5)
     ax.set_ylim(0, 105)
@@ -374,6 +383,8 @@ def _table3_figure(models: list[Model], settings: list[Setting], published: Publ
     caption = (f"Grey, hatched: the paper's Table 3 ({citations(numbers)}), over the 8 interpretations that have "
                "dialogues; dialogue = magnifico_dialogue_start_<form> (the authors' default conversations). "
                "Coloured: the report's models, rel_perf of the same tasks.")
+    if undefined:
+        caption += NA_CAPTION
     if other_sets:
         caption += (" Not over Table 3's 8 interpretations, so not directly comparable: " +
                     "; ".join(dict.fromkeys(other_sets)) +
