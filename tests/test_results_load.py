@@ -49,6 +49,22 @@ def test_runs_are_found_labelled_and_grouped(lieder_scripted, tmp_path):
         "ext-loglik-table", "ext-loglik-table (2)"]
 
 
+def test_one_model_on_two_engines_names_each_engine():
+    """Real runs of SmolLM2-135M-Instruct (tests/fixtures/real): LIEDER on hf, Lost in the Middle on vllm (two runs,
+    one model), and on vllm with the chat template: the two plain models would share a name, so each names its model
+    type; the chat template's label already tells its model apart. A label the user gives stays as given."""
+    from lm_eval_ext.results.load import load_models
+
+    real = FIXTURES / "real"
+    sources = [str(real / name) for name in ("samples_lieder", "litm_plain", "samples_litm", "litm_chat")]
+    models = load_models(sources)
+    assert [(m.label, len(m.runs)) for m in models] == [
+        ("SmolLM2-135M-Instruct (hf)", 1), ("SmolLM2-135M-Instruct (vllm)", 2),
+        ("SmolLM2-135M-Instruct (chat template)", 1)]
+    labelled = load_models([f"smol={real / 'samples_lieder'}", f"smol={real / 'litm_plain'}"])
+    assert [m.label for m in labelled] == ["smol"]
+
+
 def test_one_model_whatever_its_context_length_or_batch_size():
     """Two runs of org/tiny-litm with max_length 512 / 1024 and batch size 1 / 8 are one model; the
     differences are listed."""

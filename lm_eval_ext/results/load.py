@@ -410,9 +410,10 @@ def load_models(sources: list[str]) -> list[Model]:
     Runs given a LABEL are that model's, whatever model they ran; other runs are grouped by
     model type and arguments and labelled with the model's name. Either way runs with different
     settings (:attr:`Run.settings`) are different models, and a model's label names its settings
-    (``SmolLM2-135M-Instruct (chat template)``); a number is appended when two models would still
-    share a label. Models keep the order in which they were first found; a file named twice is
-    read once.
+    (``SmolLM2-135M-Instruct (chat template)``). Models that would share a label but ran on different
+    model types name their type (``SmolLM2-135M-Instruct (vllm)``); a number is appended when two
+    models would still share a label. Models keep the order in which they were first found; a file
+    named twice is read once.
     """
     # (("label", LABEL) or ("key", model key), settings key) -> runs, in order of first appearance
     groups: dict[tuple[tuple[str, str], str], list[Run]] = {}
@@ -436,13 +437,23 @@ def load_models(sources: list[str]) -> list[Model]:
     templates: dict[tuple[str, str], set] = {}
     for (model, _), runs in groups.items():
         templates.setdefault(model, set()).add(runs[0].settings.get("chat_template"))
+    stems = {}  # group -> (its name, what its settings add)
+    for group, runs in groups.items():
+        kind, name = group[0]
+        stems[group] = (name if kind == "label" else runs[0].default_label(),
+                        settings_text(runs[0].settings, template_id=len(templates[group[0]] - {None}) > 1))
+    # the model types of the unlabelled models that would share a label (e.g. one model on hf and on vllm)
+    types: dict[tuple[str, str], set[str]] = {}
+    for group, runs in groups.items():
+        if group[0][0] != "label":
+            types.setdefault(stems[group], set()).add(runs[0].model_source)
     names: dict = {}
     taken: set[str] = set()
     # labelled models first: a label the user gave keeps its name; a model found without one is numbered around it
     for group in sorted(groups, key=lambda group: group[0][0] != "label"):
-        (kind, name), runs = group[0], groups[group]
-        base = name if kind == "label" else runs[0].default_label()
-        text = settings_text(runs[0].settings, template_id=len(templates[group[0]] - {None}) > 1)
+        base, text = stems[group]
+        if group[0][0] != "label" and len(types[stems[group]]) > 1:
+            text = ", ".join(filter(None, [groups[group][0].model_source, text]))
         label = stem = f"{base} ({text})" if text else base
         number = 2
         while label in taken:
