@@ -1,6 +1,7 @@
 """The Lost in the Middle section: on result directories written by the real harness (scripted runs;
 expected numbers worked out by hand in helpers/scripted.py) and on hand-written results files
-(tests/fixtures/results/litm: prompts skipped, every prompt of a task skipped, two context lengths).
+(tests/fixtures/results/litm: prompts skipped, every prompt of a task skipped, two context lengths), and on real runs
+of SmolLM2-135M-Instruct (tests/fixtures/real).
 """
 from __future__ import annotations
 
@@ -101,6 +102,28 @@ def test_no_heatmap_with_a_single_length(litm_scripted, tmp_path):
     build_report([str(litm_scripted / "qa"), str(litm_scripted / "kv4")], out)
     assert (out / "figures/litm_qa_curves.png").exists() and (out / "figures/litm_kv_curves.png").exists()
     assert not (out / "figures/litm_kv_heatmap.png").exists()
+
+
+def test_a_panel_of_closed_book_and_oracle_alone_spans_the_swept_positions(tmp_path):
+    """Real runs: closed-book and oracle with the chat template (litm_chat), and a 20-document sweep without it
+    (litm_sweep20docs). The chat template's panel has only the two horizontal lines: its x axis spans the 20
+    positions the other panels sweep; alone in a report (nothing swept), it has no position axis at all."""
+    from lm_eval_ext.report.build import build_report
+
+    real = FIXTURES / "real"
+    report = build_report([str(real / "litm_sweep20docs"), str(real / "litm_chat")], tmp_path / "both")
+    (section,) = [s for s in report.sections if s.key == "lost_in_the_middle"]
+    (curves,) = [b for b in section.blocks if getattr(b, "name", None) == "litm_qa_curves"]
+    swept, lines_only = curves.figure.axes[:2]
+    assert swept.get_title() == "SmolLM2-135M-Instruct" and len(swept.lines) == 1
+    assert lines_only.get_title() == "SmolLM2-135M-Instruct (chat template)" and len(lines_only.lines) == 2
+    assert lines_only.get_xlim() == (0.5, 20.5) and swept.get_xlim()[1] < 21
+
+    report = build_report([str(real / "litm_chat")], tmp_path / "alone", published=False)
+    (section,) = [s for s in report.sections if s.key == "lost_in_the_middle"]
+    (curves,) = [b for b in section.blocks if getattr(b, "name", None) == "litm_qa_curves"]
+    (alone,) = [ax for ax in curves.figure.axes if ax.get_visible()]
+    assert list(alone.get_xticks()) == [] and alone.get_xlabel() == "(no position sweep)"
 
 
 RESULTS = FIXTURES / "results" / "litm"

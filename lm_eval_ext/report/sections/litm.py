@@ -237,6 +237,7 @@ def _curves(models: list[Model], settings: list[Setting], kind: str, published: 
     fig, axes = _grid(len(drawn) + len(extra))
     sizes = sorted({s.k for s in settings if s.setting in ("qa", "kv")}, key=lambda k: (k is None, k))
     colours = {k: colormaps["viridis"](i / max(len(sizes) - 1, 1) * 0.85) for i, k in enumerate(sizes)}
+    swept = set()  # the panels with a curve (not only the closed-book and oracle lines)
     for ax, model in zip(axes, drawn):
         for s in sorted((s for s in settings if s.model is model and s.drawable()), key=lambda s: (s.k or 0, s.variant)):
             if s.setting in ("oracle", "closedbook"):
@@ -249,6 +250,7 @@ def _curves(models: list[Model], settings: list[Setting], kind: str, published: 
             label = s.label + (f", {int(skipped)} skipped" if skipped else "")
             ax.plot(xs, [s.metrics[f"acc_pos_{p}"] for p in xs], marker="o", markersize=4,
                     linestyle=LINESTYLES[s.variant], color=colours[s.k], label=label)
+            swept.add(ax)
         ax.set_title(model.label, fontsize="medium")
     for ax, task in zip(axes[len(drawn):], extra):
         names = published.models(task)
@@ -266,6 +268,14 @@ def _curves(models: list[Model], settings: list[Setting], kind: str, published: 
         ax.set_ylim(-0.02, 1.02)
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.legend(fontsize="x-small")
+    # a panel of closed-book and oracle lines alone spans the positions the other panels sweep (else it has none)
+    widest = max([k for k in sizes if k] + [PUBLISHED_TASKS[task][1] for task in extra], default=None)
+    for ax in axes[:len(drawn)]:
+        if ax not in swept and widest:
+            ax.set_xlim(0.5, widest + 0.5)
+        elif ax not in swept:
+            ax.set_xticks([])
+            ax.set_xlabel("(no position sweep)")
     axes[0].set_ylabel("accuracy")
     if kind == "qa":
         caption = ("One line per number of documents k (solid: the standard prompt, dashed: query-aware, dotted: "
