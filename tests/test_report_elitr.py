@@ -1,7 +1,8 @@
 """The ELITR-Bench section: on result directories written by the real harness (canned answers, stub judge;
 the judge's scores are chosen by hand in helpers/scripted.py and the expected means computed here from
 that rule and the dev questions), and on a hand-written results file (tests/fixtures/results/elitr:
-one seed, prompts truncated, a task whose score is undefined because the judge failed on an answer).
+one seed, prompts truncated, a task whose score is undefined because the judge failed on an answer), and on a real
+run of SmolLM2-135M-Instruct made as a judge dry run (tests/fixtures/real/elitr_dry_run_gguf).
 """
 from __future__ import annotations
 
@@ -125,3 +126,24 @@ def test_one_seed_no_error_bar_and_undefined_score(tmp_path):
             "elitr_bench_qa_dev_mt: 1.") in page
     assert "Prompts whose transcript was shortened to fit the model: org/tiny-chat · elitr_bench_qa_dev_st: 2." in page
     assert '<p class="banner partial"><strong>partial run</strong>org/tiny-chat · ' in page
+
+
+def test_a_judge_dry_run_says_its_answers_were_not_judged(tmp_path):
+    """A real judge dry run (`--metadata '{"judge_dry_run": true, ...}'`, SmolLM2-135M-Instruct on its GGUF file,
+    2 answers): no answer was judged, none failed. The run is partial for that reason, it scored no document, and
+    the report says the scores are n/a because of the dry run, not because the judge failed."""
+    from lm_eval_ext.report.build import build_report
+    from lm_eval_ext.results.load import load_models
+    from lm_eval_ext.results.status import documents_scored, run_status
+
+    fixture = FIXTURES / "real" / "elitr_dry_run_gguf"
+    ((run,),) = [m.runs for m in load_models([str(fixture)])]
+    task = "elitr_bench_qa_dev_st"
+    assert run.metrics(task)["not_judged"] == 2 and run.metrics(task)["judge_failures"] == 0
+    assert documents_scored(run, task) == 0
+    assert f"{task}: 2 answer(s) not judged (a judge dry run: no judge was called)" in run_status(run).summary()
+    build_report([str(fixture)], tmp_path / "report", published=False)
+    page = (tmp_path / "report" / "report.html").read_text()
+    assert ("No score to show (n/a) for answers a judge dry run (judge_dry_run) did not judge: "
+            f"SmolLM2-135M-Instruct.Q4_1.gguf (chat template, gen_kwargs max_gen_toks=32) · {task}: 2.") in page
+    assert "· elitr_bench_qa_dev_st: the judge failed on some answers" not in page

@@ -272,17 +272,25 @@ class Run:
         """Metric values of a task or group (standard errors left out); non-numeric values dropped.
 
         Items a task left out when it was loaded (MAGNIFICo: ``configs.<task>.metadata.excluded``) come
-        as ``excluded_<reason>`` counts beside its metrics.
+        as ``excluded_<reason>`` counts beside its metrics; so do a judged task's answers that no judge scored
+        or failed on (``not_judged``: a judge dry run), from its judge record (``metadata.judge.run``).
         """
         values = {}
         for name, raw in self._primary(task).items():
             number = _number(raw)
             if number is not None and not name.split(",")[0].endswith("_stderr"):
                 values[name] = number
-        excluded = (((self.data.get("configs") or {}).get(task) or {}).get("metadata") or {}).get("excluded") or {}
+        metadata = ((self.data.get("configs") or {}).get(task) or {}).get("metadata") or {}
+        excluded = metadata.get("excluded") or {}
         for reason in ("db_missing", "gold_error", "gold_budget"):
             if isinstance(excluded.get(reason), (int, float)):
                 values[f"excluded_{reason}"] = excluded[reason]
+        judged = (metadata.get("judge") or {}).get("run") if isinstance(metadata.get("judge"), dict) else None
+        if isinstance(judged, dict) and all(isinstance(judged.get(key), int) for key in ("answers", "scored")):
+            # an answer is scored, failed (judge_failures) or not judged
+            not_judged = judged["answers"] - judged["scored"] - int(values.get("judge_failures") or 0)
+            if not_judged > 0:
+                values["not_judged"] = not_judged
         return values
 
     def stderr(self, task: str) -> dict[str, float]:

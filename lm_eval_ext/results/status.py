@@ -7,7 +7,8 @@ it could not score (``prompts_skipped``: prompts too long for the model; ``exclu
 ``excluded_gold_error``, ``excluded_gold_budget``: MAGNIFICo items without a usable database or gold
 query (one that fails, one that does not finish within its instruction budget), recorded in the
 task's metadata and read with its metrics by :meth:`Run.metrics`;
-``judge_failures``: answers the judge could not score). A run is **truncated** when prompts were
+``judge_failures``: answers the judge could not score; ``not_judged``: answers a judge dry run left unjudged).
+A run is **truncated** when prompts were
 cut to fit the model and scored anyway (``prompts_truncated``): complete, but not the published
 prompts. Groups are not checked: their counts are their subtasks'.
 
@@ -34,11 +35,12 @@ COUNTS = (
     ("excluded_gold_error", PARTIAL, "item(s) excluded: their gold query fails"),
     ("excluded_gold_budget", PARTIAL, "item(s) excluded: their gold query does not finish within its budget"),
     ("judge_failures", PARTIAL, "answer(s) the judge could not score"),
+    ("not_judged", PARTIAL, "answer(s) not judged (a judge dry run: no judge was called)"),
     ("prompts_truncated", TRUNCATED, "prompt(s) truncated to fit the model (scored, but not the published prompt)"),
 )
 # the counts of COUNTS that are documents of the harness's count (n-samples) left unscored; MAGNIFICo's excluded
 # items are not: the task leaves them out when it is loaded, before the harness counts its documents
-UNSCORED_DOCUMENTS = ("prompts_skipped", "judge_failures")
+UNSCORED_DOCUMENTS = ("prompts_skipped", "judge_failures", "not_judged")
 # the metric the harness puts in place of a task's metrics with --predict_only
 BYPASS = "bypass"
 

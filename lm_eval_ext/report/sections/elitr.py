@@ -141,11 +141,19 @@ def _notes(settings: list[Setting]) -> list[Note]:
         hits = [f"{s.model.label} · {s.task}: {int(s.metrics[name])}" for s in settings if s.metrics.get(name)]
         if hits:
             notes.append(Note(f"{what[0].upper() + what[1:]}: " + "; ".join(hits) + "."))
-    undefined = [f"{s.model.label} · {s.task}" for s in settings if _score(s) is None]
-    if undefined:
-        notes.append(Note("No score to show (n/a) for " + "; ".join(undefined) + ": the judge failed on some answers "
+    undefined = [s for s in settings if _score(s) is None]
+    failed = [f"{s.model.label} · {s.task}" for s in undefined if not s.metrics.get("not_judged")]
+    if failed:
+        notes.append(Note("No score to show (n/a) for " + "; ".join(failed) + ": the judge failed on some answers "
                           "(judge_failures), so the mean would leave them out; rerun with the same judge cache to "
                           "resume judging."))
+    dry = [f"{s.model.label} · {s.task}: {int(s.metrics['not_judged'])}" for s in undefined
+           if s.metrics.get("not_judged")]
+    if dry:
+        notes.append(Note("No score to show (n/a) for answers a judge dry run (judge_dry_run) did not judge: " +
+                          "; ".join(dry) + ". Run again without judge_dry_run, or judge the saved answers with "
+                          "`lm-eval-ext resume DIR --metadata ...` (the run's log names DIR; the run's --metadata "
+                          "with judge_dry_run false)."))
     return notes
 
 
