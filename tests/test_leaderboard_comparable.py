@@ -6,7 +6,8 @@ Records: exports of the real SmolLM2-135M-Instruct runs of tests/fixtures/real (
 litm_sweep20docs ran litm_qa_20docs on the partial first-release file of Lost in the Middle, given with
 --metadata litm_qa_file (a data file the user gave); litm_plain and litm_chat ran the oracle and closed-book tasks
 on the published data. The truncated record is the hand-written tests/fixtures/results/elitr (no real run
-truncated a prompt)."""
+truncated a prompt). Last, the site's overview on real records whose headline is undefined (mag_description_chat,
+elitr_dry_run_gguf): "n/a", not the blank of a benchmark the model did not run."""
 from __future__ import annotations
 
 import json
@@ -170,3 +171,27 @@ def test_a_truncated_record_has_its_own_badge_and_stands_apart(tmp_path, data_di
     assert elitr.tables["elitr_bench_qa_dev_st-2.0-not-comparable"] == ["tiny-chat"]
     beside = [rows for name, rows in elitr.tables.items() if "tiny-chat" in rows and "GPT-4" in rows]
     assert len(beside) == 1
+
+
+def test_a_headline_the_record_ran_but_has_no_value_of_is_na(tmp_path):
+    """MAGNIFICo's rel_perf undefined (every interpretation left out) and ELITR-Bench's score of a judge dry run:
+    the records keep no NaN, and the overview shows "n/a" (with why) where the model ran the task, a blank where
+    it did not."""
+    from lm_eval_ext.leaderboard.records import read_records, record_entries
+    from lm_eval_ext.leaderboard.site import overview_table
+
+    _export(tmp_path, f"mag={REAL / 'mag_description_chat'}", f"elitr={REAL / 'elitr_dry_run_gguf'}",
+            f"lieder={REAL / 'samples_lieder'}")
+    table = overview_table(record_entries(read_records([str(tmp_path)]), set()))
+    columns = [column.split(":")[0] for column in table.columns]
+    # a label names the settings that change the numbers: "mag (chat template)"
+    cells = {row.model.split(" (")[0]: dict(zip(columns, row.cells)) for row in table.rows if not row.published}
+    shown = {model: {column: cells[model][column].text for column in ("LIEDER", "MAGNIFICo", "ELITR-Bench")}
+             for model in ("mag", "elitr", "lieder")}
+    assert shown == {"mag": {"LIEDER": "", "MAGNIFICo": "n/a", "ELITR-Bench": ""},
+                     "elitr": {"LIEDER": "", "MAGNIFICo": "", "ELITR-Bench": "n/a"},
+                     "lieder": {"LIEDER": "0.7167", "MAGNIFICo": "", "ELITR-Bench": ""}}
+    magnifico = cells["mag"]["MAGNIFICo"]
+    assert magnifico.task == "magnifico_description_plausible"  # not the group: the task is named under the value
+    assert magnifico.title.startswith("magnifico_description_plausible/rel_perf is undefined in this record")
+    assert cells["elitr"]["ELITR-Bench"].task is None  # the headline task itself

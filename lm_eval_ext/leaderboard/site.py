@@ -61,6 +61,12 @@ class Headline:
                         if key.endswith(f"/{self.metric}") and benchmark.owns(key.split("/")[0]))
         return others[0] if others else None
 
+    def undefined_task(self, entry: Entry) -> str | None:
+        """The first of ``tasks`` the record ran whose ``metric`` it has no value of (undefined: a record keeps no
+        NaN, e.g. MAGNIFICo's rel_perf with every interpretation left out, a score no judge gave); None if none."""
+        ran = (entry.record or {}).get("tasks") or {}
+        return next((t for t in self.tasks if t in ran and f"{t}/{self.metric}" not in entry.values), None)
+
 
 # The overview's column of each benchmark: the papers' main number. MAGNIFICo's paper reports rel_perf per
 # setting (Table 3: Description and Dialogue, plausible and foreign forms): a model without the magnifico
@@ -160,6 +166,12 @@ def _value(value, title: str | None = None, task: str | None = None) -> Cell:
     return Cell(_number(value), sort=repr(value), number=True, title=title, task=task)
 
 
+def _undefined(task: str, metric: str, named: bool) -> Cell:
+    """A headline the record's task ran for but has no value of: "n/a", not a blank (which means not run)."""
+    return Cell("n/a", sort="", number=True, task=task if named else None,
+                title=f"{task}/{metric} is undefined in this record (its run gave no value); its page says why")
+
+
 def _reasons(record: dict, kind: str | None = None) -> str:
     """The record's status reasons (of ``kind`` only, when given), as one text."""
     return "; ".join((f"{r['task']}: " if r["task"] else "") + r["reason"] for r in record["status"]["reasons"]
@@ -224,9 +236,13 @@ def overview_table(entries: list[Entry], table_id: str | None = None) -> Table:
     columns, shown = ["model", "from"], []
     for benchmark in BENCHMARKS:
         headline = OVERVIEW[benchmark.key]
-        picked = {id(entry): (task, entry.versions.get(task)) for entry in entries
-                  if (task := headline.task_of(benchmark, entry)) is not None}
-        versions = _ordered({version for _, version in picked.values()}) or [None]
+        picked = {}  # entry -> (task, its version, whether the entry has a value of it)
+        for entry in entries:
+            task = headline.task_of(benchmark, entry)
+            found = task or headline.undefined_task(entry)
+            if found is not None:
+                picked[id(entry)] = (found, entry.versions.get(found), task is not None)
+        versions = _ordered({version for _, version, _ in picked.values()}) or [None]
         name = headline.key if not headline.any_task else headline.metric
         for version in versions:
             columns.append(f"{benchmark.title}: {name}" + (f" (v{version})" if len(versions) > 1 else ""))
@@ -235,9 +251,12 @@ def overview_table(entries: list[Entry], table_id: str | None = None) -> Table:
     for entry in entries:
         cells = [Cell(entry.origin, sort=entry.origin, cls="from")]
         for headline, picked, version in shown:
-            task, task_version = picked.get(id(entry), (None, None))
+            task, task_version, defined = picked.get(id(entry), (None, None, False))
             if task is None or task_version != version:
                 cells.append(_value(None))
+                continue
+            if not defined:
+                cells.append(_undefined(task, headline.metric, task != headline.tasks[0]))
                 continue
             key = f"{task}/{headline.metric}"
             cells.append(_value(entry.values[key], entry.sources.get(key), task if task != headline.tasks[0] else None))
