@@ -285,7 +285,8 @@ class Run:
         for reason in ("db_missing", "gold_error", "gold_budget"):
             if isinstance(excluded.get(reason), (int, float)):
                 values[f"excluded_{reason}"] = excluded[reason]
-        judged = (metadata.get("judge") or {}).get("run") if isinstance(metadata.get("judge"), dict) else None
+        judge = metadata.get("judge")
+        judged = judge.get("run") if isinstance(judge, dict) else None
         if isinstance(judged, dict) and all(isinstance(judged.get(key), int) for key in ("answers", "scored")):
             # an answer is scored, failed (judge_failures) or not judged
             not_judged = judged["answers"] - judged["scored"] - int(values.get("judge_failures") or 0)
@@ -450,14 +451,12 @@ def load_models(sources: list[str]) -> list[Model]:
     for (model, _), runs in groups.items():
         templates.setdefault(model, set()).add(runs[0].settings.get("chat_template"))
     stems = {}  # group -> (its name, what its settings add)
+    types: dict[tuple[str, str], set[str]] = {}  # the model types of the unlabelled models sharing a stem
     for group, runs in groups.items():
         kind, name = group[0]
         stems[group] = (name if kind == "label" else runs[0].default_label(),
                         settings_text(runs[0].settings, template_id=len(templates[group[0]] - {None}) > 1))
-    # the model types of the unlabelled models that would share a label (e.g. one model on hf and on vllm)
-    types: dict[tuple[str, str], set[str]] = {}
-    for group, runs in groups.items():
-        if group[0][0] != "label":
+        if kind != "label":  # e.g. one model on hf and on vllm
             types.setdefault(stems[group], set()).add(runs[0].model_source)
     names: dict = {}
     taken: set[str] = set()
