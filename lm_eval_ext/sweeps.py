@@ -18,11 +18,14 @@ it. ``acc`` and ``acc_pos_<n>`` are plain 0/1 values averaged with the harness's
 they get its standard error); a document at position p emits ``acc_pos_<p+1>`` only, so each
 position's accuracy is computed over that position's documents alone and no sentinel value is
 ever written. ``acc_gap`` and ``acc_middle_drop`` need the accuracy at every position at once:
-each document emits the pair ``(position, correct)`` under those names, and the aggregation
-functions below regroup the pairs by position. They are functions of per-position means, not
-means of per-document values, so the harness reports no standard error for them ("N/A"). When fewer
-positions than they need have a scored document (a ``--limit`` below the number of positions, every
-prompt of the other positions skipped), they are NaN: undefined, not an error after the generation.
+each document emits ``(position, correct)`` under ``acc_gap`` and ``(position, correct, first, last)``
+under ``acc_middle_drop`` (the sweep's two end positions, which the aggregation cannot otherwise
+know), and the aggregation functions below regroup them by position. They are functions of
+per-position means, not means of per-document values, so the harness reports no standard error for
+them ("N/A"). When the positions they need have no scored document (the gap: two positions; the middle
+drop: both ends of the sweep and one position between them), they are NaN: undefined, not an error
+after the generation. A ``--limit`` below the number of positions, or every prompt of a position skipped
+as too long, leaves positions without one.
 
 Coverage: a sweep's documents go example by example (every position of one example, then the next
 example's), so that the harness's ``--limit N`` (its first N documents) takes whole examples when N is
@@ -80,10 +83,10 @@ def position_name(index: int) -> str:
     return f"pos_{index + 1}"
 
 
-def accuracy_by_position(pairs: Iterable[tuple[int, float]]) -> dict[int, float]:
-    """Mean correctness per 0-based position, from ``(position, correct)`` pairs, sorted by position."""
+def accuracy_by_position(pairs: Iterable[Sequence]) -> dict[int, float]:
+    """Mean correctness per 0-based position, from ``(position, correct, ...)`` values, sorted by position."""
     totals: dict[int, list[float]] = defaultdict(list)
-    for position, correct in pairs:
+    for position, correct, *_ in pairs:
         totals[int(position)].append(float(correct))
     return {position: sum(values) / len(values) for position, values in sorted(totals.items())}
 
@@ -115,18 +118,24 @@ def position_gap(items: Sequence[tuple[int, float]]) -> float:
     return gap(by_position) if len(by_position) >= 2 else math.nan
 
 
-def middle_drop(items: Sequence[tuple[int, float]]) -> float:
-    """Harness aggregation of ``acc_middle_drop``: per-document ``(position, correct)`` -> ends minus middle minimum;
-    NaN (undefined) when fewer than three positions have a scored document."""
+def middle_drop(items: Sequence[tuple[int, float, int, int]]) -> float:
+    """Harness aggregation of ``acc_middle_drop``: per-document ``(position, correct, first, last)`` -> mean of the
+    sweep's two ends minus the lowest position between them; NaN (undefined) when an end of the sweep or every
+    position between them has no scored document (then the lowest and highest scored positions are not the ends
+    the metric is defined by)."""
+    if not items:
+        return math.nan
     by_position = accuracy_by_position(items)
-    return middle_drop_of(by_position) if len(by_position) >= 3 else math.nan
+    _, _, first, last = items[0]  # every document of a task names the same two ends
+    covered = first in by_position and last in by_position and len(by_position) >= 3
+    return middle_drop_of(by_position) if covered else math.nan
 
 
 def sweep_metrics(position: int, correct: float, positions: Sequence[int], prefix: str = "acc") -> dict:
     """Per-document values of one swept document at 0-based ``position``.
 
-    ``acc``, ``acc_pos_<position+1>``, and the ``(position, correct)`` pairs ``acc_gap`` (when
-    the task sweeps two positions or more) and ``acc_middle_drop`` (three or more).
+    ``acc``, ``acc_pos_<position+1>``, ``acc_gap``'s ``(position, correct)`` (when the task sweeps two
+    positions or more) and ``acc_middle_drop``'s ``(position, correct, first, last)`` (three or more).
     ``prefix`` renames the family (e.g. ``exec_acc``).
     """
     correct = float(correct)
@@ -134,7 +143,7 @@ def sweep_metrics(position: int, correct: float, positions: Sequence[int], prefi
     if len(positions) >= 2:
         values[f"{prefix}_gap"] = (position, correct)
     if len(positions) >= 3:
-        values[f"{prefix}_middle_drop"] = (position, correct)
+        values[f"{prefix}_middle_drop"] = (position, correct, min(positions), max(positions))
     return values
 
 

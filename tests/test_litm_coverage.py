@@ -136,14 +136,14 @@ def test_a_limited_sweep_logs_and_records_its_coverage(run_cli, data_dir, tmp_pa
     assert [r["documents"] for r in read_csv(report / "tables/litm_positions.csv")] == ["3", "2", "2"]
 
 
-def _evaluate(data_dir, tmp_path: Path, **kwargs) -> dict:
+def _evaluate(data_dir, tmp_path: Path, task: str = TASK, **kwargs) -> dict:
     import lm_eval
     from lm_eval.tasks import TaskManager
 
     from lm_eval_ext.paths import tasks_dir
     manager = TaskManager(include_path=str(tasks_dir()), include_defaults=False,
                           metadata={"litm_qa_file": str(_qa_file(data_dir, tmp_path, 3))})
-    return lm_eval.simple_evaluate(model="ext-canned-gen", model_args=f"responses={_responses(tmp_path)}", tasks=[TASK],
+    return lm_eval.simple_evaluate(model="ext-canned-gen", model_args=f"responses={_responses(tmp_path)}", tasks=[task],
                                    task_manager=manager, **kwargs)
 
 
@@ -174,9 +174,46 @@ def test_too_few_positions_for_the_gap_or_the_middle_drop_leave_them_undefined(d
     from lm_eval_ext import sweeps
 
     assert math.isnan(sweeps.position_gap([(0, 1.0), (0, 0.0)]))
-    assert math.isnan(sweeps.middle_drop([(0, 1.0), (4, 0.0)]))
+    assert math.isnan(sweeps.middle_drop([(0, 1.0, 0, 9), (4, 0.0, 0, 9)]))
     results = _evaluate(data_dir, tmp_path, limit=2)
     metrics = results["results"][TASK]
     assert results["configs"][TASK]["metadata"]["documents_by_position"] == {"1": 1, "5": 1, "10": 0}
     assert metrics["acc_gap,first_line"] == 0.0 and math.isnan(metrics["acc_middle_drop,first_line"])
     assert "acc_pos_10,first_line" not in metrics
+
+
+def test_real_run_without_the_last_position_has_no_middle_drop():
+    """The real case: SmolLM2-135M-Instruct on `litm_kv_75keys` (positions 1, 25, 50, 75) with `--limit 3`
+    (tests/fixtures/real/litm_kv_limit3, made before the fix): positions 1, 25 and 50 were scored, and the results
+    gave a middle drop of 0.0 with position 50 as the sweep's last end. Its documents, scored again: undefined."""
+    import math
+
+    from lm_eval_ext import sweeps
+
+    real = FIXTURES / "real" / "litm_kv_limit3"
+    (results_file,) = real.rglob("results_*.json")
+    results = json.loads(results_file.read_text())
+    assert results["results"]["litm_kv_75keys"]["acc_middle_drop,none"] == 0.0  # what the run said
+    assert results["configs"]["litm_kv_75keys"]["metadata"]["documents_by_position"] == {"1": 1, "25": 1, "50": 1,
+                                                                                         "75": 0}
+    (samples_file,) = real.rglob("samples_litm_kv_75keys_*.jsonl")
+    samples = [json.loads(line) for line in samples_file.read_text().splitlines()]
+    values = [sweeps.sweep_metrics(s["doc"]["gold_index"], s["acc"], [0, 24, 49, 74]) for s in samples]
+    assert [v["acc_middle_drop"] for v in values] == [(0, 0.0, 0, 74), (24, 0.0, 0, 74), (49, 0.0, 0, 74)]
+    assert math.isnan(sweeps.middle_drop([v["acc_middle_drop"] for v in values]))
+    assert sweeps.position_gap([v["acc_gap"] for v in values]) == 0.0  # best minus worst of the scored positions
+
+
+@pytest.mark.parametrize(("limit", "coverage"), [(4, {"1": 1, "5": 1, "10": 1, "15": 1, "20": 0}),
+                                                 (5, {"1": 1, "5": 1, "10": 1, "15": 1, "20": 1})])
+def test_the_middle_drop_needs_both_ends_of_the_sweep(data_dir, tmp_path, limit, coverage):
+    """`litm_qa_20docs` (positions 1, 5, 10, 15, 20): `--limit 4` scores no document at position 20, so there is no
+    middle drop (not one with position 15 as an end); `--limit 5` scores every position."""
+    import math
+
+    results = _evaluate(data_dir, tmp_path, task="litm_qa_20docs", limit=limit)
+    assert results["configs"]["litm_qa_20docs"]["metadata"]["documents_by_position"] == coverage
+    metrics = results["results"]["litm_qa_20docs"]
+    assert metrics["acc_gap,first_line"] == 0.0
+    drop = metrics["acc_middle_drop,first_line"]
+    assert math.isnan(drop) if limit == 4 else drop == 0.0

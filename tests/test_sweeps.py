@@ -37,10 +37,23 @@ def test_position_names_are_one_based():
 PAIRS = [(0, 1), (0, 1), (0, 1), (0, 0), (4, 1), (4, 0), (4, 0), (4, 0), (9, 1), (9, 1), (9, 0), (9, 0)]
 
 
+WITH_ENDS = [(position, correct, 0, 9) for position, correct in PAIRS]  # acc_middle_drop's per-document values
+
+
 def test_gap_and_middle_drop_from_per_document_pairs():
     assert sweeps.accuracy_by_position(PAIRS) == {0: 0.75, 4: 0.25, 9: 0.5}
     assert sweeps.position_gap(PAIRS) == 0.5
-    assert sweeps.middle_drop(PAIRS) == 0.375
+    assert sweeps.middle_drop(WITH_ENDS) == 0.375
+
+
+def test_a_middle_drop_without_an_end_of_the_sweep_is_undefined():
+    """The ends are the sweep's, not the lowest and highest positions a run happened to score."""
+    assert math.isnan(sweeps.middle_drop([item for item in WITH_ENDS if item[0] != 9]))  # no last position
+    assert math.isnan(sweeps.middle_drop([item for item in WITH_ENDS if item[0] != 0]))  # no first position
+    assert math.isnan(sweeps.middle_drop([item for item in WITH_ENDS if item[0] != 4]))  # nothing in between
+    assert math.isnan(sweeps.middle_drop([]))
+    # a sweep of 0, 4, 9, 14 scored at 0, 4, 9 only: not (0.75 + 0.5) / 2 - 0.25 over the wrong ends
+    assert math.isnan(sweeps.middle_drop([(position, correct, 0, 14) for position, correct in PAIRS]))
 
 
 def test_middle_drop_uses_the_minimum_strictly_inside_and_can_be_negative():
@@ -56,7 +69,7 @@ def test_middle_drop_uses_the_minimum_strictly_inside_and_can_be_negative():
 
 def test_per_document_values_carry_only_their_own_position():
     values = sweeps.sweep_metrics(position=4, correct=True, positions=[0, 4, 9])
-    assert values == {"acc": 1.0, "acc_pos_5": 1.0, "acc_gap": (4, 1.0), "acc_middle_drop": (4, 1.0)}
+    assert values == {"acc": 1.0, "acc_pos_5": 1.0, "acc_gap": (4, 1.0), "acc_middle_drop": (4, 1.0, 0, 9)}
     assert "acc_pos_1" not in values  # no sentinel for the other positions
     assert sweeps.sweep_metrics(position=0, correct=0, positions=[0, 9], prefix="exec_acc") == {
         "exec_acc": 0.0, "exec_acc_pos_1": 0.0, "exec_acc_gap": (0, 0.0)}
