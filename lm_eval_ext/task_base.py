@@ -18,6 +18,9 @@ this class adds:
   gets the task's :class:`RunContext` (task name, ``--metadata``, the run's seed) when the
   task applies its ``filter_list``; used outside an ``ExtTask`` it refuses to run.
 - ``--predict_only``: every task only keeps the raw answers (no execution, no judge).
+- **The documents a run took**, counted over every process and recorded in the results
+  (``configs.<task>.metadata.documents``): the harness's own count, ``n-samples.effective``, is in
+  lm-eval 0.4.12 the number of values of the task's last metric, which a subset metric makes smaller.
 - **Several processes** (``accelerate launch`` / ``torchrun`` data parallelism): the harness
   gives each process a share of the documents (:meth:`rank_documents`; a subclass may keep
   groups together) and at the end gathers each metric from every process under the names
@@ -220,6 +223,7 @@ class ExtTask(ConfigurableTask):
             self._chat = kwargs["chat_template"] = answers.ChatPrompts(kwargs["chat_template"],
                                                                       kwargs.get("tokenizer_name", ""))
         super().build_all_requests(**kwargs)
+        self.record_run_info(documents=sum(self.of_every_process([len({i.doc_id for i in self.instances})])))
         self.review_requests(self.instances, chat_template=kwargs.get("chat_template")
                              if kwargs.get("apply_chat_template") else None,
                              system_instruction=kwargs.get("system_instruction"))

@@ -127,6 +127,22 @@ def test_the_plugins_readers_read_this_harness_s_files(out, run):
     assert [(item["side"], item["score"]) for item in items] == [("novel", 1), ("base", 1)] * 2 + [("novel", 0), ("base", 1)] * 2
 
 
+def test_the_documents_a_run_took_are_counted_on_this_harness(out, run):
+    """--limit 8: each task took 8 documents. The tasks record it, so that the reports read 8 where lm-eval 0.4.12's
+    own count (n-samples.effective) is that of the task's last metric (a LIEDER family, a LitM position)."""
+    from lm_eval_ext.results.load import find_results, read_run
+    from lm_eval_ext.results.status import documents_scored, run_status
+
+    (path,) = find_results(out)
+    loaded = read_run(path)
+    for task in TASKS:
+        assert run.results["configs"][task]["metadata"]["documents"] == 8
+        assert loaded.documents(task)["effective"] == 8
+    assert documents_scored(loaded, "lieder_base") == 8  # less skipped prompts and judge failures: LIEDER has none
+    scored = [flag.text() for flag in run_status(loaded).flags if "documents scored" in flag.text()]
+    assert [text.split(" of ")[0] for text in scored] == [f"{task}: 8" for task in loaded.tasks if task in TASKS]
+
+
 def test_the_guard_finds_everything_on_this_harness():
     from lm_eval_ext import boundary
 

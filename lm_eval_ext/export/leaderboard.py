@@ -53,13 +53,12 @@ def _run_entry(run: Run, tasks: list[str]) -> dict:
 def _task_entry(run: Run, run_index: int, task: str) -> dict:
     config = run.task_config(task)
     errors = run.stderr(task)
-    n_samples = (run.data.get("n-samples") or {}).get(task)
     return {
         "benchmark": benchmark_of(task).key,
         "run": run_index,
         "version": None if run.version(task) is None else str(run.version(task)),
         "is_group": run.is_group(task),
-        "n_samples": n_samples,
+        "n_samples": run.documents(task),
         "num_fewshot": (run.data.get("n-shot") or {}).get(task),
         "output_type": config.get("output_type"),
         "generation_kwargs": config.get("generation_kwargs"),

@@ -96,7 +96,7 @@ def disagreements(record: dict, rerun: Model, sigmas: float = SIGMAS) -> tuple[l
         if version != entry["version"]:
             found.append(f"{task}: version {entry['version']} in the record, {version} in the rerun")
             continue
-        scored = (run.data.get("n-samples") or {}).get(task)
+        scored = run.documents(task)
         if entry["n_samples"] is not None and scored != entry["n_samples"]:
             found.append(f"{task}: documents scored {entry['n_samples']} in the record, {scored} in the rerun")
         values, errors = run.metrics(task), run.stderr(task)

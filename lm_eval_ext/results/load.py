@@ -294,6 +294,18 @@ class Run:
                 values["not_judged"] = not_judged
         return values
 
+    def documents(self, task: str) -> dict | None:
+        """The harness's document counts of a task, ``{"original", "effective"}`` (``n-samples``), with
+        ``effective`` the number of documents the run took as the task recorded it (``configs.<task>.metadata.
+        documents``) when it did; None when the results file has no counts."""
+        counts = (self.data.get("n-samples") or {}).get(task)
+        if not isinstance(counts, dict):
+            return None
+        # lm-eval 0.4.12 writes as `effective` the number of values of the task's last metric, fewer than the
+        # documents when its metrics are over different documents (by position, by family, skipped prompts)
+        taken = (self.task_config(task).get("metadata") or {}).get("documents")
+        return {**counts, "effective": taken} if isinstance(taken, int) else counts
+
     def stderr(self, task: str) -> dict[str, float]:
         """Standard errors of a task's metrics, keyed by metric name (absent when "N/A")."""
         errors = {}

@@ -130,7 +130,7 @@ def run_status(run: Run, tasks: Iterable[str] | None = None) -> Status:
     for task in chosen:
         # every metric name, numeric or not: the harness's bypass placeholder has no number
         names = {key.split(",")[0]: None for key in results.get(task, {}) if "," in key}
-        entries[task] = ((run.data.get("n-samples") or {}).get(task), {**names, **run.metrics(task)})
+        entries[task] = (run.documents(task), {**names, **run.metrics(task)})
     coverage = {task: positions for task in chosen if (positions := documents_by_position(run, task))}
     return status_of(run.config.get("limit"), entries, coverage)
 
@@ -150,7 +150,7 @@ def documents_by_position(run: Run, task: str) -> dict[str, int] | None:
     recorded = metadata.get("documents_by_position")
     if isinstance(recorded, dict):
         return {str(position): int(count) for position, count in recorded.items()}
-    counts = (run.data.get("n-samples") or {}).get(task) or {}
+    counts = run.documents(task) or {}
     effective, original = counts.get("effective"), counts.get("original")
     if (not str(config.get("process_results", "")).startswith(LITM_TASK) or not isinstance(effective, int)
             or (run.config.get("limit") is None and effective != original)):
@@ -171,7 +171,7 @@ def documents_scored(run: Run, task: str) -> int | None:
     if subtasks:
         counts = [documents_scored(run, subtask) for subtask in subtasks]
         return None if None in counts else sum(counts)
-    effective = ((run.data.get("n-samples") or {}).get(task) or {}).get("effective")
+    effective = (run.documents(task) or {}).get("effective")
     if not isinstance(effective, int):
         return None
     metrics = run.metrics(task)

@@ -64,8 +64,9 @@ def build(models: list[Model]) -> Section:
             ["model", "task", "results_file", "date", "documents_scored", "shown"], repeated,
             "Every run of a task that a model ran more than once; shown: the run every figure and table of this report "
             "uses (the one that scored the most documents, the newest of equals). documents_scored: the documents the "
-            "harness counted (n-samples, effective), less prompts skipped and judge failures (empty: the file does not "
-            "say); items a task excluded when it was loaded (MAGNIFICo) are not among them."))
+            "run took (the task's count, else the harness's n-samples effective), less prompts skipped and judge "
+            "failures (empty: the file does not say); items a task excluded when it was loaded (MAGNIFICo) are not "
+            "among them."))
     if not any(model.tasks for model in models):
         section.blocks.append(Note("These results files hold no task results."))
     return section
