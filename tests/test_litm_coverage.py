@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from helpers.files import FIXTURES, read_csv
+from helpers.harness import skip_where_broken
 from helpers.prompts import read_fixture_jsonl
 
 pytestmark = pytest.mark.filterwarnings("ignore")
@@ -150,8 +151,8 @@ def _evaluate(data_dir, tmp_path: Path, task: str = TASK, **kwargs) -> dict:
 @pytest.mark.parametrize(("kwargs", "coverage", "uneven"), [
     ({"limit": 6}, {"1": 2, "5": 2, "10": 2}, None),  # a multiple of the 3 positions: whole examples
     ({}, {"1": 3, "5": 3, "10": 3}, None),  # the whole task
-    ({"samples": {TASK: [0, 1, 4]}}, {"1": 1, "5": 2, "10": 0},  # --samples: the documents it names
-     "position 1: 1, position 5: 2, position 10: 0 documents"),
+    pytest.param({"samples": {TASK: [0, 1, 4]}}, {"1": 1, "5": 2, "10": 0},  # --samples: the documents it names
+                 "position 1: 1, position 5: 2, position 10: 0 documents", marks=skip_where_broken("samples")),
 ])
 def test_coverage_is_recorded_and_only_uneven_coverage_is_a_warning(data_dir, tmp_path, caplog, kwargs, coverage,
                                                                     uneven):
