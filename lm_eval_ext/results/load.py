@@ -280,7 +280,7 @@ class Run:
             number = _number(raw)
             if number is not None and not name.split(",")[0].endswith("_stderr"):
                 values[name] = number
-        metadata = ((self.data.get("configs") or {}).get(task) or {}).get("metadata") or {}
+        metadata = self.task_config(task).get("metadata") or {}
         excluded = metadata.get("excluded") or {}
         for reason in ("db_missing", "gold_error", "gold_budget"):
             if isinstance(excluded.get(reason), (int, float)):

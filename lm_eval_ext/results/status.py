@@ -1,16 +1,16 @@
 """Whether a run's numbers cover the whole benchmark: partial and truncated runs.
 
 A run is **partial** when some items were not scored: ``--limit`` was set, a task scored fewer
-documents than it has (``n-samples.effective < original``: ``--limit`` or ``--samples``), the run was
-``--predict_only`` (its metrics are the harness's ``bypass`` placeholder), or a task counted items
-it could not score (``prompts_skipped``: prompts too long for the model; ``excluded_db_missing``,
-``excluded_gold_error``, ``excluded_gold_budget``: MAGNIFICo items without a usable database or gold
-query (one that fails, one that does not finish within its instruction budget), recorded in the
-task's metadata and read with its metrics by :meth:`Run.metrics`;
-``judge_failures``: answers the judge could not score; ``not_judged``: answers a judge dry run left unjudged).
-A run is **truncated** when prompts were
-cut to fit the model and scored anyway (``prompts_truncated``): complete, but not the published
-prompts. Groups are not checked: their counts are their subtasks'.
+documents than it has (``n-samples.effective < original``, with the count the task recorded as
+``effective``: :meth:`Run.documents`; ``--limit`` or ``--samples``), the run was ``--predict_only`` (its
+metrics are the harness's ``bypass`` placeholder), or a task counted items it could not score
+(``prompts_skipped``: prompts too long for the model; ``excluded_db_missing``, ``excluded_gold_error``,
+``excluded_gold_budget``: MAGNIFICo items without a usable database or gold query (one that fails, one
+that does not finish within its instruction budget), recorded in the task's metadata and read with its
+metrics by :meth:`Run.metrics`; ``judge_failures``: answers the judge could not score; ``not_judged``:
+answers a judge dry run left unjudged). A run is **truncated** when prompts were cut to fit the model
+and scored anyway (``prompts_truncated``): complete, but not the published prompts. Groups are not
+checked: their counts are their subtasks'.
 
 A partial position sweep also says when its gold positions got different numbers of documents
 (:func:`documents_by_position`: ``--limit`` over a number of documents that is not a multiple of the
