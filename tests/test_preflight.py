@@ -62,6 +62,39 @@ def test_bad_limits(run_cli, tmp_path, limit):
     assert paragraph.startswith(f"--limit {float(limit):g}")
 
 
+def test_a_run_without_the_model_it_loads_stops_before_loading_it(run_cli, tmp_path):
+    # no --model: the harness loads its default, hf, which needs pretrained (without this check, hf's TypeError)
+    proc = run_cli(["lm-eval-ext", "run", "--tasks", "lieder_base"])
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    (paragraph,) = _paragraphs(proc.stderr)
+    assert paragraph == ("The model 'hf' (--model) needs pretrained in --model_args, which does not give it. Add "
+                         "--model_args pretrained=... (pretrained=gpt2 for a hub model, pretrained=/path/to/folder for "
+                         "one on this machine).")
+
+
+def test_model_files_that_are_not_there_are_named(run_cli, tmp_path):
+    # without this check transformers reads a missing folder as a hub name ("Repo id must use alphanumeric chars")
+    missing = tmp_path / "models" / "SmolLM2"
+    proc = run_cli(["lm-eval-ext", "run", "--model", "hf", "--model_args",
+                    f"pretrained={missing},tokenizer=~/no-such-tokenizer-folder", "--tasks", "lieder_base"])
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    folder, tokenizer = _paragraphs(proc.stderr)
+    assert folder.startswith(f"--model_args pretrained={missing}: there is no such file or folder. Give the folder")
+    assert tokenizer.startswith("--model_args tokenizer=~/no-such-tokenizer-folder: there is no such file or folder "
+                                "(the harness does not expand ~: give the whole path).")
+    gguf = tmp_path / "gguf"
+    gguf.mkdir()
+    (gguf / "model.Q4_1.gguf").write_bytes(b"")
+    proc = run_cli(["lm-eval-ext", "check", "--model", "hf", "--model_args",
+                    f"pretrained={gguf},gguf_file=model.Q4_0.gguf", "--tasks", "lieder_base"])
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    (paragraph,) = _paragraphs(proc.stderr)
+    assert paragraph.startswith(f"--model_args gguf_file=model.Q4_0.gguf: {gguf} holds no such file.")
+    proc = run_cli(["lm-eval-ext", "check", "--model", "hf", "--model_args",
+                    f"pretrained={gguf},gguf_file=model.Q4_1.gguf", "--tasks", "lieder_base"])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+
+
 def test_missing_data_is_found_before_the_model(run_cli, tmp_path):
     empty = tmp_path / "mirror"
     empty.mkdir()

@@ -33,7 +33,8 @@ def main(argv: list[str]) -> int:
         usage="lm-eval-ext check [flags of `lm_eval run`] [judge flags]",
         description="Run the checks of `lm-eval-ext run` (task names, flags, output path, data, judge) without "
                     "loading the model. Takes every flag of `lm_eval run` (`lm_eval run --help` lists them) and "
-                    "the judge flags below, which stand for `--metadata judge_*`.")
+                    "the judge flags below, which stand for `--metadata judge_*`. The model's arguments are "
+                    "checked when --model or --model_args is given.")
     add_judge_options(judge)
     if {"-h", "--help"} & set(argv):
         judge.print_help()
@@ -42,7 +43,7 @@ def main(argv: list[str]) -> int:
     boundary.activate()
     args = boundary.parse_run_args(run_argv)
     args.metadata = {**(args.metadata or {}), **judge_flags_as_metadata(judge_args)}
-    report = run_checks(args)
+    report = run_checks(args, unnamed_model=False)  # checking the data and the judge needs no model
     raise_on_failures(report)
     for note in report.notes:
         print(f"lm-eval-ext: note: {note}")

@@ -4,7 +4,9 @@ In order, each failure one paragraph (all failures are reported, then the comman
 
 1. the flags the harness would reject later (``--limit`` of 0 or below, ``--log_samples`` without
    ``--output_path``, ...), read exactly as ``lm_eval run`` reads them;
-2. the model name, and task and group names, with the closest names when one is unknown;
+2. the model name, and task and group names, with the closest names when one is unknown; the model's required
+   arguments given in ``--model_args``, and the local paths there (``pretrained``, ``tokenizer``, ``gguf_file``)
+   existing;
 3. ``--confirm_run_unsafe_code`` when a task executes model output (MAGNIFICo);
 4. the output path: it can be created and written;
 5. the plugin's tasks are built as the run will build them: every data file they need is found
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import difflib
 import fnmatch
+import inspect
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -164,13 +167,16 @@ def judge_estimate_note(judged: list) -> str:
             "estimated as long as the references, ~4 characters per token)")
 
 
-def run_checks(args) -> Preflight:
-    """Every check of the module docstring on ``args`` (``lm_eval run`` flags, parsed)."""
+def run_checks(args, *, unnamed_model: bool = True) -> Preflight:
+    """Every check of the module docstring on ``args`` (``lm_eval run`` flags, parsed). ``unnamed_model=False``
+    leaves the model's arguments unchecked when the flags name no model (``check`` of the data and the judge alone);
+    a run loads the harness's default model then, and needs them."""
     report = Preflight()
     cfg = _harness_config(args, report)
     if cfg is None:
         return report
-    _check_model(cfg.model, report)
+    named = getattr(args, "model", None) is not None or bool(cfg.model_args)
+    _check_model(cfg.model, cfg.model_args if unnamed_model or named else None, report)
     names = [t for t in (cfg.tasks if isinstance(cfg.tasks, list) else [cfg.tasks]) if isinstance(t, str)]
     index, selected = _resolve_names(names, cfg.include_path, report)
     leaves = _leaves(selected, index)
@@ -184,13 +190,13 @@ def run_checks(args) -> Preflight:
     return report
 
 
-def _check_model(name, report: Preflight) -> None:
+def _check_model(name, model_args, report: Preflight) -> None:
     if not isinstance(name, str):
         return  # a model object (Python API): nothing to look up
     from lm_eval.api.registry import get_model, model_registry
 
     try:
-        get_model(name)  # fills the built-in table on first use; imports only this model's module
+        model = get_model(name)  # fills the built-in table on first use; imports only this model's module
     except ValueError:
         close = difflib.get_close_matches(name, list(model_registry.keys()), n=3, cutoff=0.6)
         hint = f" Did you mean: {', '.join(close)}?" if close else ""
@@ -198,6 +204,48 @@ def _check_model(name, report: Preflight) -> None:
     except ImportError as err:
         report.fail(f"The model {name!r} (--model) needs a package that is not installed: {err}. Install the "
                     "harness's extra for it (e.g. pip install \"lm-eval[vllm]\" for vllm).")
+    else:
+        if isinstance(model_args, dict):
+            _check_model_args(name, model, model_args, report)
+
+
+# what the harness passes to every model beside --model_args (--batch_size, --max_batch_size, --device)
+_RUN_MODEL_ARGS = {"batch_size", "max_batch_size", "device"}
+# --model_args that name files loaded on this machine when they are paths (a hub model's name is not)
+_LOCAL_FILE_ARGS = ("pretrained", "tokenizer")
+
+
+def _check_model_args(name: str, model, model_args: dict, report: Preflight) -> None:
+    """The model's required arguments are given, and the local paths it is given exist: without this the model
+    fails as it loads, with a traceback (a missing path reads as an invalid hub name)."""
+    try:
+        parameters = list(inspect.signature(model.__init__).parameters.values())[1:]
+    except (TypeError, ValueError):  # a constructor without a signature Python can read: nothing to check
+        parameters = []
+    missing = [p.name for p in parameters if p.default is p.empty and p.name not in model_args
+               and p.name not in _RUN_MODEL_ARGS and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    if missing:
+        given = ",".join(f"{key}=..." for key in missing)
+        example = (" (pretrained=gpt2 for a hub model, pretrained=/path/to/folder for one on this machine)"
+                   if "pretrained" in missing else "")
+        report.fail(f"The model {name!r} (--model) needs {', '.join(missing)} in --model_args, which does not give "
+                    f"{'it' if len(missing) == 1 else 'them'}. Add --model_args {given}{example}.")
+    for key in _LOCAL_FILE_ARGS:
+        value = model_args.get(key)
+        if isinstance(value, str) and _looks_local(value) and not Path(value).exists():
+            expanded = " (the harness does not expand ~: give the whole path)" if value.startswith("~") else ""
+            report.fail(f"--model_args {key}={value}: there is no such file or folder{expanded}. Give the folder "
+                        "of a model saved on this machine, or a hub model's name (e.g. HuggingFaceTB/SmolLM2-135M).")
+    folder, gguf = model_args.get("pretrained"), model_args.get("gguf_file")
+    if isinstance(folder, str) and isinstance(gguf, str) and Path(folder).is_dir() and not (Path(folder) / gguf).exists():
+        report.fail(f"--model_args gguf_file={gguf}: {folder} holds no such file. Name a GGUF file of that folder "
+                    "(the model is loaded from pretrained's folder joined with gguf_file).")
+
+
+def _looks_local(value: str) -> bool:
+    """A path on this machine, never a hub model's name (``owner/name``): absolute, ``./``, ``../``, ``~``, or deeper
+    than one folder."""
+    return value.startswith(("/", ".", "~")) or value.count("/") > 1
 
 
 def raise_on_failures(report: Preflight) -> None:
