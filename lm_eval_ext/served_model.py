@@ -93,6 +93,17 @@ def _json(session: requests.Session, method: str, url: str, timeout, body: dict 
         raise ServerUnavailable(f"answered {request} with a body that is not JSON") from None
 
 
+def check_reachable(base_url: str) -> None:
+    """ServerUnavailable when nothing answers at the server behind ``base_url``; any HTTP reply to ``GET /v1/models``
+    counts (not every server lists its models)."""
+    url = endpoints(base_url).models
+    try:
+        with _session() as session:
+            session.get(url, timeout=MODELS_TIMEOUT)
+    except requests.RequestException as err:
+        raise ServerUnavailable(f"cannot be reached (GET {urllib.parse.urlsplit(url).path}: {type(err).__name__})") from None
+
+
 def max_model_len(base_url: str, model: str) -> int:
     """The context length the server gives ``model``: the ``max_model_len`` of the entry of ``GET /v1/models``
     whose ``id`` is ``model``."""

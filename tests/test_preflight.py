@@ -13,6 +13,7 @@ import pytest
 
 from doubles.stub_openai import StubOpenAIServer
 from helpers.judge import answering_the_probe, judge_calls
+from helpers.real import free_port
 
 KEY_ENV = "LMX_PREFLIGHT_KEY"
 KEY = "sk-preflight-test-key-0123456789abcdef"
@@ -93,6 +94,20 @@ def test_model_files_that_are_not_there_are_named(run_cli, tmp_path):
     proc = run_cli(["lm-eval-ext", "check", "--model", "hf", "--model_args",
                     f"pretrained={gguf},gguf_file=model.Q4_1.gguf", "--tasks", "lieder_base"])
     assert proc.returncode == 0, proc.stderr[-3000:]
+
+
+def test_a_model_server_that_does_not_answer_is_named(run_cli, tmp_path):
+    # without this check the harness's requests fail after the run started: its ConnectionError traceback
+    port = free_port()  # nothing listens on it
+    url = f"http://user:secret@127.0.0.1:{port}/v1/completions"
+    proc = run_cli(["lm-eval-ext", "run", "--model", "local-completions", "--model_args",
+                    f"model=smol,base_url={url},tokenizer_backend=none", "--tasks", "litm_qa_closedbook"])
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    (paragraph,) = _paragraphs(proc.stderr)
+    assert paragraph == (f"The model's server at http://127.0.0.1:{port} (--model_args base_url) cannot be reached "
+                         "(GET /v1/models: ConnectionError). Start it, or wait until it answers (`vllm serve` logs "
+                         "\"Application startup complete\"), or correct base_url.")
+    assert "secret" not in proc.stderr + proc.stdout
 
 
 def test_missing_data_is_found_before_the_model(run_cli, tmp_path):

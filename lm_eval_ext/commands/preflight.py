@@ -5,8 +5,8 @@ In order, each failure one paragraph (all failures are reported, then the comman
 1. the flags the harness would reject later (``--limit`` of 0 or below, ``--log_samples`` without
    ``--output_path``, ...), read exactly as ``lm_eval run`` reads them;
 2. the model name, and task and group names, with the closest names when one is unknown; the model's required
-   arguments given in ``--model_args``, and the local paths there (``pretrained``, ``tokenizer``, ``gguf_file``)
-   existing;
+   arguments given in ``--model_args``, the local paths there (``pretrained``, ``tokenizer``, ``gguf_file``)
+   existing, and the server its ``base_url`` names answering;
 3. ``--confirm_run_unsafe_code`` when a task executes model output (MAGNIFICo);
 4. the output path: it can be created and written;
 5. the plugin's tasks are built as the run will build them: every data file they need is found
@@ -236,10 +236,25 @@ def _check_model_args(name: str, model, model_args: dict, report: Preflight) -> 
             expanded = " (the harness does not expand ~: give the whole path)" if value.startswith("~") else ""
             report.fail(f"--model_args {key}={value}: there is no such file or folder{expanded}. Give the folder "
                         "of a model saved on this machine, or a hub model's name (e.g. HuggingFaceTB/SmolLM2-135M).")
+    base_url = model_args.get("base_url")
+    if isinstance(base_url, str) and base_url.startswith(("http://", "https://")):
+        _check_server(base_url, report)
     folder, gguf = model_args.get("pretrained"), model_args.get("gguf_file")
     if isinstance(folder, str) and isinstance(gguf, str) and Path(folder).is_dir() and not (Path(folder) / gguf).exists():
         report.fail(f"--model_args gguf_file={gguf}: {folder} holds no such file. Name a GGUF file of that folder "
                     "(the model is loaded from pretrained's folder joined with gguf_file).")
+
+
+def _check_server(base_url: str, report: Preflight) -> None:
+    from ..served_model import ServerUnavailable, check_reachable, endpoints
+
+    try:
+        check_reachable(base_url)
+    except ServerUnavailable as err:
+        # where: the server without the credentials a URL may carry
+        report.fail(f"The model's server at {endpoints(base_url).where} (--model_args base_url) {err}. "
+                    "Start it, or wait until it answers (`vllm serve` logs \"Application startup complete\"), or "
+                    "correct base_url.")
 
 
 def _looks_local(value: str) -> bool:
