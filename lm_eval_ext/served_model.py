@@ -31,6 +31,7 @@ log = logging.getLogger(__name__)
 # (connect, read) seconds: a local server answers in milliseconds; a long prompt tokenizes in well under a second
 MODELS_TIMEOUT = (10, 60)
 TOKENIZE_TIMEOUT = (10, 120)
+REACH_TIMEOUT = (10, 10)  # whether the server is there: vLLM answers GET /v1/models from its event loop, busy or not
 WORKERS = 4  # /tokenize requests in flight at once: one prompt a request, few enough not to load the server
 PROBE_PROMPT = "Hello world"
 
@@ -94,12 +95,12 @@ def _json(session: requests.Session, method: str, url: str, timeout, body: dict 
 
 
 def check_reachable(base_url: str) -> None:
-    """ServerUnavailable when nothing answers at the server behind ``base_url``; any HTTP reply to ``GET /v1/models``
-    counts (not every server lists its models)."""
+    """ServerUnavailable when nothing answers at the server behind ``base_url`` within :data:`REACH_TIMEOUT`; any HTTP
+    reply to ``GET /v1/models`` counts (not every server lists its models)."""
     url = endpoints(base_url).models
     try:
         with _session() as session:
-            session.get(url, timeout=MODELS_TIMEOUT)
+            session.get(url, timeout=REACH_TIMEOUT)
     except requests.RequestException as err:
         raise ServerUnavailable(f"cannot be reached (GET {urllib.parse.urlsplit(url).path}: {type(err).__name__})") from None
 
