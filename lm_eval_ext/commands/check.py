@@ -43,7 +43,7 @@ def main(argv: list[str]) -> int:
     boundary.activate()
     args = boundary.parse_run_args(run_argv)
     args.metadata = {**(args.metadata or {}), **judge_flags_as_metadata(judge_args)}
-    report = run_checks(args, unnamed_model=False)  # checking the data and the judge needs no model
+    report = run_checks(args, model_required=False)  # checking the data and the judge needs no model
     raise_on_failures(report)
     for note in report.notes:
         print(f"lm-eval-ext: note: {note}")

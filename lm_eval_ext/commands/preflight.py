@@ -167,16 +167,16 @@ def judge_estimate_note(judged: list) -> str:
             "estimated as long as the references, ~4 characters per token)")
 
 
-def run_checks(args, *, unnamed_model: bool = True) -> Preflight:
-    """Every check of the module docstring on ``args`` (``lm_eval run`` flags, parsed). ``unnamed_model=False``
-    leaves the model's arguments unchecked when the flags name no model (``check`` of the data and the judge alone);
-    a run loads the harness's default model then, and needs them."""
+def run_checks(args, *, model_required: bool = True) -> Preflight:
+    """Every check of the module docstring on ``args`` (``lm_eval run`` flags, parsed). ``model_required=False``
+    leaves the model's arguments unchecked when the flags name no model (``check`` of the data and the judge alone;
+    a run loads the harness's default model then, and needs them)."""
     report = Preflight()
     cfg = _harness_config(args, report)
     if cfg is None:
         return report
     named = getattr(args, "model", None) is not None or bool(cfg.model_args)
-    _check_model(cfg.model, cfg.model_args if unnamed_model or named else None, report)
+    _check_model(cfg.model, cfg.model_args if model_required or named else None, report)
     names = [t for t in (cfg.tasks if isinstance(cfg.tasks, list) else [cfg.tasks]) if isinstance(t, str)]
     index, selected = _resolve_names(names, cfg.include_path, report)
     leaves = _leaves(selected, index)
@@ -216,8 +216,9 @@ _LOCAL_FILE_ARGS = ("pretrained", "tokenizer")
 
 
 def _check_model_args(name: str, model, model_args: dict, report: Preflight) -> None:
-    """The model's required arguments are given, and the local paths it is given exist: without this the model
-    fails as it loads, with a traceback (a missing path reads as an invalid hub name)."""
+    """The model's required arguments are given, the local paths it is given exist and the server it is given
+    answers: without this the model fails as it loads or sends, with a traceback (a missing path reads as an invalid
+    hub name)."""
     try:
         parameters = list(inspect.signature(model.__init__).parameters.values())[1:]
     except (TypeError, ValueError):  # a constructor without a signature Python can read: nothing to check
