@@ -180,7 +180,9 @@ def test_predict_only_needs_no_judge(run_cli, data_dir, tmp_path):
     proc = run_cli(["lm-eval-ext", "check", "--tasks", "elitr_bench_qa_dev_st", "--predict_only", "--output_path",
                     str(tmp_path / "out")], env={"OPENAI_API_KEY": ""})
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "every check passed" in proc.stdout and "not checked: --predict_only" in proc.stdout
+    assert proc.stdout.splitlines()[-1] == (
+        "lm-eval-ext: every check passed: task and model names, the model's arguments, flags, output path, data, judge"
+        " (not checked: the model's arguments (no --model or --model_args); the judge (--predict_only))")
 
 
 def test_check_with_judge_flags_probes_the_judge_once(run_cli, data_dir, tmp_path):

@@ -47,6 +47,6 @@ def main(argv: list[str]) -> int:
     raise_on_failures(report)
     for note in report.notes:
         print(f"lm-eval-ext: note: {note}")
-    print("lm-eval-ext: every check passed: task names, flags, output path, data, judge"
-          + (" (not checked: --predict_only)" if getattr(args, "predict_only", False) else ""))
+    print("lm-eval-ext: every check passed: task and model names, the model's arguments, flags, output path, data, "
+          "judge" + (f" (not checked: {'; '.join(report.unchecked)})" if report.unchecked else ""))
     return 0

@@ -37,11 +37,13 @@ class PreflightError(UserError):
 
 @dataclass
 class Preflight:
-    """What the checks found: failures (paragraphs), notes (facts worth knowing before a long run), and whether
-    a requested name is not one of the plugin's tasks (so the run needs the harness's built-in task index)."""
+    """What the checks found: failures (paragraphs), notes (facts worth knowing before a long run), what was not
+    checked and why, and whether a requested name is not one of the plugin's tasks (so the run needs the harness's
+    built-in task index)."""
 
     failures: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    unchecked: list[str] = field(default_factory=list)
     needs_builtin_tasks: bool = False
 
     def fail(self, text: str) -> None:
@@ -177,6 +179,10 @@ def run_checks(args, *, model_required: bool = True) -> Preflight:
         return report
     named = getattr(args, "model", None) is not None or bool(cfg.model_args)
     _check_model(cfg.model, cfg.model_args if model_required or named else None, report)
+    if not (model_required or named):
+        report.unchecked.append("the model's arguments (no --model or --model_args)")
+    if cfg.predict_only:
+        report.unchecked.append("the judge (--predict_only)")
     names = [t for t in (cfg.tasks if isinstance(cfg.tasks, list) else [cfg.tasks]) if isinstance(t, str)]
     index, selected = _resolve_names(names, cfg.include_path, report)
     leaves = _leaves(selected, index)
