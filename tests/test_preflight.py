@@ -91,9 +91,17 @@ def test_model_files_that_are_not_there_are_named(run_cli, tmp_path):
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     (paragraph,) = _paragraphs(proc.stderr)
     assert paragraph.startswith(f"--model_args gguf_file=model.Q4_0.gguf: {gguf} holds no such file.")
+
+
+def test_model_files_that_are_there_pass(run_cli, data_dir, tmp_path):
+    gguf = tmp_path / "gguf"
+    gguf.mkdir()
+    (gguf / "model.Q4_1.gguf").write_bytes(b"")
     proc = run_cli(["lm-eval-ext", "check", "--model", "hf", "--model_args",
-                    f"pretrained={gguf},gguf_file=model.Q4_1.gguf", "--tasks", "lieder_base"])
+                    f"pretrained={gguf},gguf_file=model.Q4_1.gguf,tokenizer={gguf}", "--tasks", "lieder_base"])
     assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.splitlines()[-1] == ("lm-eval-ext: every check passed: task and model names, the model's "
+                                            "arguments, flags, output path, data, judge")
 
 
 def test_a_model_server_that_does_not_answer_is_named(run_cli, tmp_path):
