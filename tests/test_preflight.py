@@ -63,7 +63,7 @@ def test_bad_limits(run_cli, tmp_path, limit):
     assert paragraph.startswith(f"--limit {float(limit):g}")
 
 
-def test_a_run_without_the_model_it_loads_stops_before_loading_it(run_cli, tmp_path):
+def test_a_run_without_the_model_it_loads_stops_before_loading_it(run_cli):
     # no --model: the harness loads its default, hf, which needs pretrained (without this check, hf's TypeError)
     proc = run_cli(["lm-eval-ext", "run", "--tasks", "lieder_base"])
     assert proc.returncode == 2 and "Traceback" not in proc.stderr

@@ -31,10 +31,10 @@ def main(argv: list[str]) -> int:
     judge = argparse.ArgumentParser(
         prog="lm-eval-ext check", add_help=False,
         usage="lm-eval-ext check [flags of `lm_eval run`] [judge flags]",
-        description="Run the checks of `lm-eval-ext run` (task names, flags, output path, data, judge) without "
-                    "loading the model. Takes every flag of `lm_eval run` (`lm_eval run --help` lists them) and "
-                    "the judge flags below, which stand for `--metadata judge_*`. The model's arguments are "
-                    "checked when --model or --model_args is given.")
+        description="Run the checks of `lm-eval-ext run` (task and model names, the model's arguments, flags, "
+                    "output path, data, judge) without loading the model. Takes every flag of `lm_eval run` "
+                    "(`lm_eval run --help` lists them) and the judge flags below, which stand for `--metadata "
+                    "judge_*`. The model's arguments are checked when --model or --model_args is given.")
     add_judge_options(judge)
     if {"-h", "--help"} & set(argv):
         judge.print_help()
