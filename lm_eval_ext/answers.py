@@ -2,7 +2,8 @@
 
 Every plugin task writes its raw responses (``Instance.resps``, what the model returned) to
 ``<answers dir>/<run id>/<task>.jsonl`` (``<task>.rank<r>.jsonl`` in a multi-process run)
-right after generation and before its filters run (the judge, the SQL sandbox). The first line
+right after generation, before the first task's filters run (the judge, the SQL sandbox;
+``ExtTask.save_answers``). The first line
 is a header: the command that started the run, the task, the time, the rank and, in a run with
 ``--apply_chat_template``, ``chat`` (:class:`ChatPrompts`: what the model gave the harness for the chat
 template); then one line per request: ``doc_id``, ``idx``, the request type and the responses.

@@ -36,10 +36,13 @@ this class adds:
   stops with an error that says so.
 - **Answers saved before scoring** (:mod:`lm_eval_ext.answers`): the raw responses are written
   to disk before the filters run, so a scoring stage that fails or is killed loses nothing
-  (``lm-eval-ext resume``).
+  (``lm-eval-ext resume``). The harness generates every task's answers, then scores one task after
+  another: the first plugin task it scores saves the answers of every plugin task of the run, so a
+  judge that fails on the first task, or Ctrl-C while it is judged, loses no other task's answers.
 """
 from __future__ import annotations
 
+import weakref
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -57,6 +60,9 @@ from .errors import UserError
 from .prompt_length import not_checked_reason
 
 BYPASS = "bypass"  # the harness's metric under --predict_only
+# The plugin tasks of the run under way whose answers are not saved yet, in the order the harness built their
+# requests (weak: a task of a run that stopped before scoring is not kept alive by this list).
+_UNSAVED: list[weakref.ref] = []
 user_errors.install()  # a plugin task is being built: its errors are one paragraph under `lm_eval` too
 
 
@@ -97,6 +103,7 @@ class ExtTask(ConfigurableTask):
         config.setdefault("process_results", f"{type(self).__module__}.{type(self).__qualname__}.process_results")
         self._run_seed: int | None = None
         self._rank, self._world_size = 0, 1  # of the run, from build_all_requests
+        self._answers_saved = False  # in this run, by this task's scoring or an earlier task's (save_answers)
         self._reported: list | None = None  # this process's documents once they are scored (several processes)
         self._moved: dict[int, tuple[list[Instance], dict]] = {}  # by doc_id: documents scored by another process
         self._scoring: int | None = None  # the doc_id the harness scores now (several processes)
@@ -222,6 +229,11 @@ class ExtTask(ConfigurableTask):
             # every prompt rendered through the recorder, which the saved answers keep for a replay
             self._chat = kwargs["chat_template"] = answers.ChatPrompts(kwargs["chat_template"],
                                                                       kwargs.get("tokenizer_name", ""))
+        # A listed task that holds answers was generated for an earlier run that stopped before scoring it: every
+        # task of this run is built before anything is generated.
+        _UNSAVED[:] = [ref for ref in _UNSAVED if (task := ref()) is not None and not task._answered()]
+        _UNSAVED.append(weakref.ref(self))
+        self._answers_saved = False
         super().build_all_requests(**kwargs)
         self.record_run_info(documents=sum(self.of_every_process([len({i.doc_id for i in self.instances})])))
         self.review_requests(self.instances, chat_template=kwargs.get("chat_template")
@@ -306,13 +318,29 @@ class ExtTask(ConfigurableTask):
         """Where this run saves its answers before scoring them (:mod:`lm_eval_ext.answers`)."""
         return answers.run_dir(self.config.metadata or {})
 
+    def _answered(self) -> bool:
+        return any(instance.resps for instance in self.instances or [])
+
+    def save_answers(self) -> None:
+        """Save this task's answers, and those of the run's other plugin tasks not saved yet (module docstring)."""
+        listed = [task for ref in _UNSAVED if (task := ref()) is not None and task is not self]
+        others = [task for task in listed if task._answered()]
+        # a task with no request on this process has no answers to tell it by yet: it saves its own when scored
+        _UNSAVED[:] = [weakref.ref(task) for task in listed if not task._answered()]
+        for task in [self, *others]:
+            answers.save(task.answers_dir(), task.config.task, task.instances, task._rank, task._world_size,
+                         task._chat)
+            task._answers_saved = True
+
     def apply_filters(self):
-        """Save the answers, then apply the YAML's ``filter_list``, giving run-aware filters the run's options.
+        """Save the answers (:meth:`save_answers`) unless an earlier task of the run did, then apply the YAML's
+        ``filter_list``, giving run-aware filters the run's options.
 
         Under ``--predict_only`` only the answers are kept (``take_first``): nothing is executed
         or judged.
         """
-        answers.save(self.answers_dir(), self.config.task, self.instances, self._rank, self._world_size, self._chat)
+        if not self._answers_saved:
+            self.save_answers()
         for ensemble in self._filter_ensembles():
             ensemble.apply(self.instances)
         if self._world_size > 1 and not features().scorers:

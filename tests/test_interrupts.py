@@ -2,8 +2,9 @@
 
 The answering model is scripted (ext-canned-gen); the judge is the stub server, whose replies to judge
 calls wait until the test opens a gate: the run is certainly judging (the stub has seen a judge
-call) when the signal comes, and the call in flight never ends by itself. The resume command from
-the paragraph then finishes the run.
+call) when the signal comes, and the call in flight never ends by itself. The run has two tasks, and the
+signal comes while the first is judged: the second's answers, generated already, are saved too. The resume
+command from the paragraph then finishes the run.
 """
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ from helpers.files import subprocess_env
 
 KEY_ENV = "LMX_INTERRUPT_KEY"
 KEY = "sk-interrupt-test-key-0123456789abcdef"
-TASK = "elitr_bench_qa_dev_st"
+TASKS = ("elitr_bench_qa_dev_st", "elitr_bench_qa_dev_mt")  # scored in this order
 N = 4
 HANG_GUARD = 300  # seconds: only ends a test that would otherwise hang; never decides a result
 
@@ -53,7 +54,7 @@ def _command(tmp_path: Path, program: list[str], srv) -> list[str]:
     responses.write_text(json.dumps({"rules": rules[::-1], "default": None}))
     metadata = {"judge_base_url": srv.base_url, "judge_api_key_env": KEY_ENV, "judge_concurrency": 1,
                 "judge_cache": str(tmp_path / "verdicts.sqlite"), "answers_dir": str(tmp_path / "answers")}
-    return [*program, "--model", "ext-canned-gen", "--model_args", f"responses={responses}", "--tasks", TASK,
+    return [*program, "--model", "ext-canned-gen", "--model_args", f"responses={responses}", "--tasks", ",".join(TASKS),
             "--limit", str(N), "--output_path", str(tmp_path / "out"), "--log_samples", "--metadata", json.dumps(metadata)]
 
 
@@ -83,7 +84,7 @@ def _interrupted(tmp_path: Path, program: list[str], signum: int, srv) -> tuple[
 def _paragraph(stderr: str, run: Path, what: str) -> None:
     assert "Traceback" not in stderr, stderr[-3000:]
     assert stderr.rstrip().splitlines()[-1] == (
-        f"lm-eval-ext: Stopped by {what}; the answers of {TASK} are saved in {run}: `lm-eval-ext resume {run}` "
+        f"lm-eval-ext: Stopped by {what}; the answers of {', '.join(TASKS)} are saved in {run}: `lm-eval-ext resume {run}` "
         "scores them and writes the run's results (judge verdicts already given come from the judge's cache; "
         "tasks not answered yet must be run again).")
 
@@ -92,7 +93,7 @@ def _resumed(run_cli, tmp_path: Path, run: Path) -> dict:
     proc = run_cli(["lm-eval-ext", "resume", str(run)], env={KEY_ENV: KEY})
     assert proc.returncode == 0, proc.stderr[-3000:]
     (results,) = [json.loads(p.read_text()) for p in (tmp_path / "out").rglob("results_*.json")]
-    return results["results"][TASK]
+    return results["results"]
 
 
 @pytest.mark.slow
@@ -110,9 +111,11 @@ def test_a_signal_while_judging_names_the_resume_command(run_cli, data_dir, tmp_
         assert code == status, stderr[-3000:]
         (run,) = (tmp_path / "answers").iterdir()
         _paragraph(stderr, run, what)
+        assert sorted(path.name for path in run.iterdir()) == sorted(f"{task}.jsonl" for task in TASKS)
         assert not list((tmp_path / "out").rglob("results_*.json"))
-        metrics = _resumed(run_cli, tmp_path, run)
-    assert metrics["score,judge"] == 4.5 and metrics["judge_failures,judge"] == 0
+        results = _resumed(run_cli, tmp_path, run)
+    for task in TASKS:
+        assert results[task]["score,judge"] == 4.5 and results[task]["judge_failures,judge"] == 0, task
 
 
 SLOW_CLEANUP = """
@@ -172,6 +175,28 @@ def test_nothing_saved_yet_is_said(monkeypatch, tmp_path):
         "Stopped by Ctrl-C (SIGINT) before any model answer was saved: there is nothing to resume; run the command "
         "again.")
     gone = tmp_path / "removed once the results were written"
-    monkeypatch.setattr(answers, "_SAVED", {gone: [TASK]})
+    monkeypatch.setattr(answers, "_SAVED", {gone: [TASKS[0]]})
     assert interrupts.paragraph(interrupts.Terminated()).startswith("Stopped by SIGTERM before any model answer")
     assert interrupts.exit_code(KeyboardInterrupt()) == 130 and interrupts.exit_code(interrupts.Terminated()) == 143
+
+
+def test_a_task_left_unscored_by_an_earlier_run_is_not_saved_with_the_next_runs_answers(data_dir, tmp_path):
+    """In a script, a run that stopped after generation (another task's scoring failed) leaves a plugin task with
+    answers it never saved; the next run in the process saves its own tasks' answers only."""
+    import lm_eval
+    from lm_eval.tasks import TaskManager
+
+    from lm_eval_ext.paths import tasks_dir
+
+    table = tmp_path / "table.json"
+    table.write_text(json.dumps({"entries": [], "default": -1.0}))
+    manager = TaskManager(include_path=str(tasks_dir()), include_defaults=False,
+                          metadata={"answers_dir": str(tmp_path / "answers")})
+    left = manager.load("lieder_diff")["tasks"]["lieder_diff"]
+    left.build_all_requests(limit=2)
+    for instance in left.instances:
+        instance.resps.append((-1.0, False))  # generated, never scored
+    lm_eval.simple_evaluate(model="ext-loglik-table", model_args=f"table={table}", tasks=["lieder_base"],
+                            task_manager=manager, limit=2)
+    (run,) = (tmp_path / "answers").iterdir()
+    assert [path.name for path in run.iterdir()] == ["lieder_base.jsonl"]
