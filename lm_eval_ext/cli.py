@@ -98,9 +98,9 @@ def _command(argv: list[str]) -> int:
         stop(interrupt)  # ends the process (returns only in an interactive session)
         raise
     except Exception as err:
-        from .user_errors import PREFIX, plugin_error
+        from .user_errors import PREFIX, plugin_error, refused_request
 
-        error = plugin_error(err)
+        error = plugin_error(err) or refused_request(err)
         if error is None:
             raise
         print(PREFIX + str(error), file=sys.stderr)
