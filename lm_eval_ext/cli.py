@@ -98,9 +98,10 @@ def _command(argv: list[str]) -> int:
         stop(interrupt)  # ends the process (returns only in an interactive session)
         raise
     except Exception as err:
-        from .user_errors import PREFIX, plugin_error, refused_request
+        from .commands.model_errors import model_error
+        from .user_errors import PREFIX, plugin_error
 
-        error = plugin_error(err) or refused_request(err)
+        error = plugin_error(err) or model_error(err)
         if error is None:
             raise
         print(PREFIX + str(error), file=sys.stderr)

@@ -14,11 +14,6 @@ plugin's:
 Everything else (a bug, an error of the harness's own) goes to the hook that was there before,
 unchanged, so it shows exactly as the harness shows it. In an interactive session the paragraph is
 printed and the session goes on.
-
-``lm-eval-ext run`` holds the top of the stack and promises one paragraph for what a user can fix, so it
-also turns a harness model's refusal of a request type into one (:func:`refused_request`): a
-chat-completions API asked for LIEDER's log-likelihoods raises ``NotImplementedError`` in its
-``loglikelihood``.
 """
 from __future__ import annotations
 
@@ -41,34 +36,6 @@ def plugin_error(exc: BaseException | None) -> UserError | None:
         seen.add(id(exc))
         exc = exc.__cause__ or (None if exc.__suppress_context__ else exc.__context__)
     return None
-
-
-REQUEST_TYPES = ("loglikelihood", "loglikelihood_rolling", "generate_until")
-
-
-def refused_request(exc: BaseException) -> UserError | None:
-    """A harness model's ``NotImplementedError`` for a kind of request a task of the run sends it, as one
-    paragraph; else None. The model and the kind of request are read from the traceback: the innermost call of
-    a request method (``loglikelihood``, ...) on a harness model."""
-    if not isinstance(exc, NotImplementedError):
-        return None
-    from lm_eval.api.model import LM
-
-    refused, frames = None, exc.__traceback__
-    while frames is not None:
-        frame = frames.tb_frame
-        if frame.f_code.co_name in REQUEST_TYPES and isinstance(frame.f_locals.get("self"), LM):
-            refused = frame.f_code.co_name, type(frame.f_locals["self"]).__name__
-        frames = frames.tb_next
-    if refused is None:
-        return None
-    kind, model = refused
-    what_to_do = ("LIEDER's tasks and the harness's multiple-choice tasks send these requests: run them with a model "
-                  "that gives log-likelihoods, i.e. `hf`, `vllm`, or `local-completions` against a server that "
-                  "returns the prompt's log-probabilities (docs/lieder.md)." if kind.startswith("loglikelihood") else
-                  "Generation tasks send these requests: run them with a model that generates text.")
-    return UserError(f"The model ({model}) does not answer the harness's {kind} requests, which a task of this run "
-                     f"needs; it says: \"{str(exc).strip() or 'not implemented'}\" {what_to_do}")
 
 
 def _hook(kind, value, traceback) -> None:

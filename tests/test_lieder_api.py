@@ -141,20 +141,3 @@ def test_a_sentence_logprob_of_exactly_zero_stops_any_model(data_dir, tmp_path):
     with pytest.raises(PromptLogprobsMissing, match=r"^lieder_base: the model gave the sentence 'The dog is very cute\.'"):
         _table_metrics(table)
 
-
-def test_a_chat_completions_model_under_lm_eval_ext_run_is_one_paragraph(run_cli, data_dir, tmp_path):
-    """A chat-completions API gives no log-likelihoods: the harness's adapter raises NotImplementedError, which
-    `lm-eval-ext run` shows as one paragraph (plain `lm_eval` shows the harness's own traceback)."""
-    from doubles.stub_openai import StubOpenAIServer
-
-    with StubOpenAIServer(text="x") as srv:
-        proc = run_cli(["lm-eval-ext", "run", "--model", "local-chat-completions", "--model_args",
-                        f"model=stub,base_url={srv.chat_url}", "--tasks", "lieder_base", "--limit", str(LIMIT)])
-        assert [r for r in srv.requests if r["method"] == "POST"] == []
-    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
-    assert proc.stderr.rstrip().splitlines()[-1] == (
-        "lm-eval-ext: error: The model (LocalChatCompletion) does not answer the harness's loglikelihood requests, "
-        "which a task of this run needs; it says: \"Loglikelihood is not supported for chat completions. Consider "
-        "using the completions API instead.\" LIEDER's tasks and the harness's multiple-choice tasks send these "
-        "requests: run them with a model that gives log-likelihoods, i.e. `hf`, `vllm`, or `local-completions` "
-        "against a server that returns the prompt's log-probabilities (docs/lieder.md).")
