@@ -140,4 +140,3 @@ def test_a_sentence_logprob_of_exactly_zero_stops_any_model(data_dir, tmp_path):
     table.write_text(json.dumps({"entries": [], "default": 0.0}))
     with pytest.raises(PromptLogprobsMissing, match=r"^lieder_base: the model gave the sentence 'The dog is very cute\.'"):
         _table_metrics(table)
-
