@@ -91,6 +91,14 @@ def test_model_files_that_are_not_there_are_named(run_cli, tmp_path):
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     (paragraph,) = _paragraphs(proc.stderr)
     assert paragraph.startswith(f"--model_args gguf_file=model.Q4_0.gguf: {gguf} holds no such file.")
+    # without gguf_file, transformers finds no config.json: "Unrecognized model in ... Should have a `model_type` key"
+    proc = run_cli(["lm-eval-ext", "check", "--model", "hf", "--model_args", f"pretrained={gguf}", "--tasks",
+                    "lieder_base"])
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    (paragraph,) = _paragraphs(proc.stderr)
+    assert paragraph == (f"--model_args pretrained={gguf}: the folder holds no config.json, only the GGUF file(s) "
+                         "model.Q4_1.gguf. Name the one to load with --model_args gguf_file=model.Q4_1.gguf (the model "
+                         "is loaded from pretrained's folder joined with gguf_file).")
 
 
 def test_model_files_that_are_there_pass(run_cli, data_dir, tmp_path):

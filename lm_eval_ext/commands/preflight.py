@@ -6,7 +6,7 @@ In order, each failure one paragraph (all failures are reported, then the comman
    ``--output_path``, ...), read exactly as ``lm_eval run`` reads them;
 2. the model name, and task and group names, with the closest names when one is unknown; the model's required
    arguments given in ``--model_args``, the local paths there (``pretrained``, ``tokenizer``, ``gguf_file``)
-   existing, and the server its ``base_url`` names answering;
+   existing (a folder of GGUF files with ``gguf_file``), and the server its ``base_url`` names answering;
 3. ``--confirm_run_unsafe_code`` when a task executes model output (MAGNIFICo);
 4. the output path: it can be created and written;
 5. the plugin's tasks are built as the run will build them: every data file they need is found
@@ -250,6 +250,22 @@ def _check_model_args(name: str, model, model_args: dict, report: Preflight) -> 
     if isinstance(folder, str) and isinstance(gguf, str) and Path(folder).is_dir() and not (Path(folder) / gguf).exists():
         report.fail(f"--model_args gguf_file={gguf}: {folder} holds no such file. Name a GGUF file of that folder "
                     "(the model is loaded from pretrained's folder joined with gguf_file).")
+    elif isinstance(folder, str) and gguf is None and Path(folder).is_dir():
+        _check_gguf_folder(Path(folder), any(p.name == "gguf_file" for p in parameters), report)
+
+
+def _check_gguf_folder(folder: Path, takes_gguf_file: bool, report: Preflight) -> None:
+    """A folder of GGUF files given as ``pretrained`` without ``gguf_file``: transformers finds no config.json in it
+    and fails as it loads ("Unrecognized model ... Should have a `model_type` key")."""
+    files = sorted(path.name for path in folder.glob("*.gguf"))
+    if not files or (folder / "config.json").exists():
+        return
+    how = (f"Name the one to load with --model_args gguf_file={files[0]} (the model is loaded from pretrained's "
+           "folder joined with gguf_file)." if takes_gguf_file else
+           f"This model takes no gguf_file: give the GGUF file's own path as pretrained if it loads GGUF files (vLLM "
+           f"does, e.g. pretrained={folder / files[0]} with tokenizer=...), or the folder of a saved model.")
+    report.fail(f"--model_args pretrained={folder}: the folder holds no config.json, only the GGUF file(s) "
+                f"{', '.join(files)}. {how}")
 
 
 def _check_server(base_url: str, report: Preflight) -> None:
