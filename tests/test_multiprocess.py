@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from helpers.harness import skip_where_broken
-from helpers.runs import Run, assert_same_run, lm_eval_run, summation_order_difference
+from helpers.harness import broken, skip_where_broken
+from helpers.runs import UNCOUNTED, Run, assert_same_run, lm_eval_run, summation_order_difference
 from helpers.scripted import MAGNIFICO_GOLDS, elitr_meeting_rules, litm_kv4_rules, write_lieder_table
 
 pytestmark = [pytest.mark.multiprocess, pytest.mark.xdist_group("multiprocess"),  # one worker builds `runs`
@@ -99,7 +99,10 @@ def test_lm_eval_ext_run_in_two_processes(tmp_path, data_dir):
     out = lm_eval_run(["--model", "ext-scripted-dist", "--model_args", f"table={table}", "--tasks", "lieder_base",
                        "--limit", "8"], tmp_path / "run", processes=2, program="lm-eval-ext")
     (results_file,) = out.rglob("results_*.json")
-    assert json.loads(results_file.read_text())["n-samples"]["lieder_base"]["effective"] == 8
+    results = json.loads(results_file.read_text())
+    assert results["configs"]["lieder_base"]["metadata"]["documents"] == 8  # the plugin's count, on every harness
+    if not broken("sample_count"):
+        assert results["n-samples"]["lieder_base"]["effective"] == 8
 
 
 # The harness's padding (several processes make as many model calls): process 1 has 3 ELITR requests, process 0
@@ -114,7 +117,7 @@ def test_two_processes_report_what_one_reports(runs):
     assert padded["resps"] == [single["resps"][0] * 5]
     # the means that differ are the same values summed in another order (LIEDER's 48 groups: k/15, k/6 values)
     differing = [(task, key) for task, numbers in runs[1].results["results"].items() for key, value in numbers.items()
-                 if value != runs[2].results["results"][task][key] and value == value]
+                 if value != runs[2].results["results"][task][key] and value == value and key not in UNCOUNTED]
     assert all(summation_order_difference(task, key, runs[1], runs[2]) in ("mean", "mean_stderr")
                for task, key in differing)
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from doubles.stub_openai import StubOpenAIServer
+from helpers.harness import skip_where_broken
 from lm_eval_ext.conversation import Turn
 
 # qa_dev: meeting_en_dev_001 is documents 0-16, meeting_en_dev_002 17-30, meeting_en_dev_003 from 31
@@ -52,6 +53,7 @@ def read_calls(tmp_path: Path) -> list[dict]:
     return [json.loads(line) for line in (tmp_path / "calls.jsonl").read_text().splitlines()]
 
 
+@skip_where_broken("samples")
 def test_turns_see_their_own_answers_and_are_batched_across_meetings(tmp_path, data_dir):
     out = evaluate("elitr_bench_qa_dev_mt", "ext-canned-gen", canned_model(tmp_path, data_dir),
                    samples={"elitr_bench_qa_dev_mt": FIRST_THREE_OF_THREE_MEETINGS}, metadata={"qa_markers": True})
@@ -67,6 +69,7 @@ def test_turns_see_their_own_answers_and_are_batched_across_meetings(tmp_path, d
         (m, t, f"m{i}-answer-{t}") for i, m in enumerate(MEETINGS, 1) for t in (1, 2, 3)]
 
 
+@skip_where_broken("samples")
 def test_a_later_turn_alone_still_gets_its_earlier_turns(tmp_path, data_dir):
     out = evaluate("elitr_bench_qa_dev_mt", "ext-canned-gen", canned_model(tmp_path, data_dir),
                    samples={"elitr_bench_qa_dev_mt": [2]}, metadata={"qa_markers": True})
@@ -78,6 +81,7 @@ def test_a_later_turn_alone_still_gets_its_earlier_turns(tmp_path, data_dir):
         "m1-answer-1", "m1-answer-2"]
 
 
+@skip_where_broken("samples")  # --predict_only logs the samples
 def test_single_turn_requests_go_to_the_model_in_one_call(tmp_path, data_dir):
     evaluate(["elitr_bench_qa_dev_st", "elitr_bench_qa_dev_mt"], "ext-canned-gen", canned_model(tmp_path, data_dir),
              samples={"elitr_bench_qa_dev_st": [0, 17, 31], "elitr_bench_qa_dev_mt": [0, 1]},
@@ -90,12 +94,12 @@ def test_single_turn_requests_go_to_the_model_in_one_call(tmp_path, data_dir):
 
 
 def test_turns_of_one_conversation_must_agree():
-    from lm_eval.api.instance import Instance
-
+    from lm_eval_ext.boundary import new_instance
     from lm_eval_ext.conversation import ConversationError, Turn, run_conversations
 
     turns = [Turn("c", 1, ("hello",)), Turn("c", 2, ("bonjour", "next"))]
-    requests = [Instance("ext_conversation", {}, (t.to_request(), {}), 0) for t in turns]
+    requests = [new_instance("ext_conversation", {}, (t.to_request(), {}), 0, task_name="t", doc_id=i)
+                for i, t in enumerate(turns)]
     generated = []
     with pytest.raises(ConversationError, match="disagree"):
         run_conversations(requests, generated.append, None)
@@ -105,10 +109,9 @@ def test_turns_of_one_conversation_must_agree():
 def test_one_progress_bar_counts_every_turn_and_the_model_shows_none(capsys):
     """Two conversations of 3 and 1 turns: one bar over the 4 turns (not one per turn batch), ending with both
     conversations done; the model's generate_until is asked to show no bar of its own."""
-    from lm_eval.api.instance import Instance
     from lm_eval.api.model import LM
 
-    from lm_eval_ext.boundary import install_request_types
+    from lm_eval_ext.boundary import install_request_types, new_instance
 
     class Model(LM):
         quiet = []
@@ -125,7 +128,8 @@ def test_one_progress_bar_counts_every_turn_and_the_model_shows_none(capsys):
 
     install_request_types()
     turns = [Turn("a", 3, ("q1", "q2", "q3")), Turn("b", 1, ("p1",))]
-    requests = [Instance("ext_conversation", {}, (t.to_request(), {}), 0) for t in turns]
+    requests = [new_instance("ext_conversation", {}, (t.to_request(), {}), 0, task_name="t", doc_id=i)
+                for i, t in enumerate(turns)]
     Model().ext_conversation(requests)
     assert Model.quiet == [True, True, True]  # one model call per turn, each without its own bar
     bars = capsys.readouterr().err.replace("\r", "\n")
@@ -134,6 +138,7 @@ def test_one_progress_bar_counts_every_turn_and_the_model_shows_none(capsys):
     assert "2/4" in bars and "1 of 2 conversations done" in bars  # after turn 1: both first turns, b done
 
 
+@skip_where_broken("samples")
 @pytest.mark.parametrize("api_model", ["local-chat-completions", "openai-chat-completions"])
 def test_chat_completion_apis_get_message_lists_turn_by_turn(data_dir, monkeypatch, api_model):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-multiturn-test-key-0123456789abcdef")
@@ -174,6 +179,7 @@ def short_corpus(tmp_path, data_dir) -> Path:
     return root
 
 
+@skip_where_broken("samples")
 @pytest.mark.parametrize("chat", [False, True])
 def test_tiny_hf_model_turns_hold_its_own_answers(tiny_model_dir, short_corpus, tmp_path, chat):
     from transformers import AutoTokenizer

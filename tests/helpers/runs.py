@@ -9,6 +9,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .commands import run
+from .harness import broken
+
+# Where the harness writes as a task's sample counts (n-samples, sample_len) those of its last metric (a defect of
+# lm-eval 0.4.12), runs are compared by the plugin's count instead: each task's documents, in "configs"
+# (metadata.documents).
+UNCOUNTED = {"sample_len"} if broken("sample_count") else set()
 
 
 def lm_eval_run(args: list, cwd: Path, processes: int = 1, env: dict | None = None, timeout: float = 900,
@@ -107,10 +113,11 @@ def assert_same_run(one: Run, two: Run, ignore_sample_fields: dict | None = None
         order = [mine[s["doc_id"]] for s in two.samples[task]]
         assert two.results["task_hashes"][task] == hash_string(
             "".join(s["doc_hash"] + s["prompt_hash"] + s["target_hash"] for s in order))
-    for section in ("n-samples", "configs", "versions", "higher_is_better", "n-shot"):
+    sections = ("configs", "versions", "higher_is_better", "n-shot") + (() if UNCOUNTED else ("n-samples",))
+    for section in sections:
         assert one.results[section] == two.results[section], section
     for task, numbers in one.results["results"].items():
         assert set(numbers) == set(two.results["results"][task]), task
         for key, value in numbers.items():
-            if not same(value, two.results["results"][task][key]):
+            if key not in UNCOUNTED and not same(value, two.results["results"][task][key]):
                 assert summation_order_difference(task, key, one, two), (task, key, value, two.results["results"][task][key])
