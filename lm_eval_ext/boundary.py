@@ -229,7 +229,11 @@ API_MODELS = "lm_eval.models.api_models"  # the module of TemplateAPI, the base 
 
 
 def parse_run_args(argv: list[str]):
-    """``argv`` (the flags of ``lm_eval run``) parsed exactly as ``lm_eval run`` parses them."""
+    """``argv`` (the flags of ``lm_eval run``) parsed exactly as ``lm_eval run`` parses them.
+
+    Raises ``ValueError`` where the harness's ``key=value`` parser does (0.4.12 and 0.5.0.dev1: a part without
+    ``=``); argparse's own errors exit with its usage line, as under ``lm_eval run``.
+    """
     # Private: lm_eval._cli holds the only definition of the run command's flags. Checked on CHECKED_ON.
     from lm_eval._cli.harness import HarnessCLI
 

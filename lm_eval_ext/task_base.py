@@ -116,6 +116,10 @@ class ExtTask(ConfigurableTask):
             # 0.5 loads a task's documents when they are first read; plugin tasks read task_docs once built (as
             # on 0.4, whose __init__ loads them), so a broken data set stops the run before the model loads.
             self.task_docs = self.eval_docs
+        if self.config.unsafe_code:
+            # The evaluator refuses a task whose UNSAFE_CODE is set unless the run confirms unsafe code; 0.4 sets
+            # it from the config's unsafe_code, 0.5.0.dev1 never does (its own unsafe tasks run unconfirmed).
+            self.UNSAFE_CODE = True
         if self.conversation:
             # With several processes the harness pads the request type named by OUTPUT_TYPE with copies of a
             # process's last request, so that processes make as many model calls: padded as generate_until,

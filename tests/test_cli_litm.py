@@ -15,7 +15,7 @@ import pytest
 PARTIAL = ("lost_in_the_middle/partial_first_release_2023/ViktorTorp+lost-in-the-middle/qa_predictions/20_total_documents/"
            "gpt_reordered/nq-open-20_total_documents_gold_at_0-gpt-35-reorder-predictions-scored.jsonl.gz")
 # Fast generation for tests: few new tokens, special tokens suppressed (tiny_model.py).
-GEN_KWARGS = "max_gen_toks=8,suppress_tokens=[0,1,2,3]"
+GEN_KWARGS = '{"max_gen_toks": 8, "suppress_tokens": [0, 1, 2, 3]}'  # JSON: read whole by every harness
 
 
 def _outputs(out: Path) -> tuple[dict, dict[str, list[dict]]]:

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 
-GEN_KWARGS = "max_gen_toks=8,suppress_tokens=[0,1,2,3]"
+GEN_KWARGS = '{"max_gen_toks": 8, "suppress_tokens": [0, 1, 2, 3]}'  # JSON: read whole by every harness
 
 
 def _results(out: Path) -> dict:

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from helpers.files import FIXTURES, harness, read_csv, results_json
+from helpers.harness import VERSION
 
 SCHEMA = Path(__file__).resolve().parents[1] / "lm_eval_ext" / "export" / "schema" / "leaderboard.schema.json"
 
@@ -41,7 +42,7 @@ def test_lieder_record_valid_and_exact(lieder_scripted, data_dir, run_cli, tmp_p
     results = results_json(lieder_scripted)
     assert record["model"] == {"label": "scripted", "source": "ext-loglik-table", "name": None,
                                "args": results["config"]["model_args"]}
-    assert record["versions"]["lm_eval"] == "0.4.13"
+    assert record["versions"]["lm_eval"] == VERSION  # the harness that made the run
     from lm_eval_ext import __version__
 
     assert record["versions"]["lm_eval_ext"] == __version__
@@ -111,7 +112,7 @@ def test_lieder_record_valid_and_exact(lieder_scripted, data_dir, run_cli, tmp_p
     assert record["data"]["datasets"]["lieder"]["source"].endswith("/LIEDER/ab5f161feb0b15fd94dbd68e52497ccc033b52b6/")
 
     (row,) = read_csv(out / "leaderboard.csv")
-    assert row["model"] == "scripted" and row["lm_eval_version"] == "0.4.13" and row["status"] == "complete"
+    assert row["model"] == "scripted" and row["lm_eval_version"] == VERSION and row["status"] == "complete"
     headline_columns = [c for c in row if "/" in c]
     assert headline_columns == list(headline)
     for column in headline_columns:

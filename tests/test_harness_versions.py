@@ -3,7 +3,8 @@
 Run this module under each of them (docs/testing.md). The run test gives plain ``lm_eval run`` one task
 of each benchmark (ELITR-Bench multi-turn, with its judge filter) with the scripted test double and
 checks the same numbers on every version (tests/fixtures/harness_versions_results.json), and
-``lm-eval-ext run`` the same numbers as ``lm_eval run``. The guard tests switch each adaptation to a
+``lm-eval-ext run`` the same numbers as ``lm_eval run``. Where the harness's output or configs differ between
+versions, the plugin's readers, its unsafe-code mark and its judge check give the same on each. The guard tests switch each adaptation to a
 harness difference off (the boundary's detected feature turned round) and check that
 ``boundary.missing_internals`` names what then no longer holds; and they take away, one at a time,
 each internal the plugin's commands reach through the boundary, and check that it is named.
@@ -249,3 +250,50 @@ def test_predict_only_keeps_the_answers_of_a_conversation_and_runs_nothing(out, 
         assert {k for k in run.results["results"][task] if "," in k} == {"bypass,none", "bypass_stderr,none"}
     turns = [json.loads(s["resps"][0][0]) for s in sorted(run.samples["elitr_bench_qa_dev_mt"], key=lambda s: s["doc_id"])]
     assert [(t["turn"], t["text"]) for t in turns] == [(1, "meeting_en_dev_001-answer-1"), (2, "meeting_en_dev_001-answer-2")]
+
+
+def test_a_group_run_is_read_by_its_tasks_names(out, tmp_path):
+    """lm-eval 0.5 keys the tasks of a group by their path (`lieder::lieder_base`) in the results file and the samples
+    files' names; the plugin's readers (report, export, leaderboard) name them as 0.4 does."""
+    from lm_eval_ext.results.load import find_results, read_run
+
+    inputs = out.parent.parent
+    folder = lm_eval_run(["--model", "ext-scripted-dist", "--model_args", f"table={inputs / 'table.json'}",
+                          "--tasks", "lieder", "--limit", "8"], tmp_path / "group")
+    (path,) = find_results(folder)
+    written = json.loads(path.read_text())["results"]
+    loaded = read_run(path)
+    assert sorted(loaded.tasks) == ["lieder", "lieder_base", "lieder_diff"]
+    assert loaded.is_group("lieder") and loaded.data["group_subtasks"] == {"lieder": ["lieder_base", "lieder_diff"]}
+    for task in ("lieder_base", "lieder_diff"):
+        assert [s["doc_id"] for s in loaded.samples(task)] == list(range(8))
+        assert loaded.documents(task)["effective"] == 8 and loaded.version(task) == 1.0
+        assert loaded.metrics(task)["acc"] == written[loaded.file_keys.get(task, task)]["acc,none"]
+
+
+def test_a_task_that_executes_model_output_needs_the_confirmation(tmp_path):
+    """MAGNIFICo executes the model's SQL: the harness refuses it without --confirm_run_unsafe_code, also on
+    lm-eval 0.5.0.dev1, which never marks a task of its own as unsafe (the plugin's tasks mark themselves)."""
+    import lm_eval
+
+    responses = tmp_path / "responses.json"
+    responses.write_text(json.dumps({"default": "SELECT 1"}))
+    with pytest.raises(ValueError, match="magnifico_direct_plausible which is marked as unsafe"):
+        lm_eval.simple_evaluate(model="ext-canned-gen", model_args={"responses": str(responses)},
+                                tasks=["magnifico_direct_plausible"], limit=1)
+
+
+def test_the_judge_s_request_estimate_reads_the_fields_the_yaml_names(tmp_path):
+    """The check before a judged run builds its judge requests from the document fields the task's JudgeFilter names
+    (lm-eval 0.5 keeps a filter's options under `kwargs`)."""
+    from lm_eval.tasks import TaskManager, get_task_dict
+
+    from helpers.judge_toy import DOCS, write_task_dir
+    from lm_eval_ext.judge.harness import JudgedTask
+
+    manager = TaskManager(include_path=str(write_task_dir(tmp_path)), include_defaults=False)
+    task = get_task_dict(["judged_toy"], manager)["judged_toy"]
+    assert isinstance(task, JudgedTask)  # the toy names question_field: question, reference_field: answer
+    prompts = [request["messages"][-1]["content"] for request in task.judge_requests_estimate()]
+    assert [re.search(r"### Question:\n(.*?)\n\n### Response to evaluate:\n(.*?)\n\n", p).groups() for p in prompts] == [
+        (doc["question"], doc["answer"]) for doc in DOCS]

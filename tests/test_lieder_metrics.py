@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from helpers.harness import assert_documents
+
 pytestmark = pytest.mark.filterwarnings("ignore")
 
 FAMILY_WORD = {"affirmative": "A", "negation": "A", "know": "B", "doubt": "B", "managed": "C", "failed": "C"}
@@ -123,7 +125,7 @@ def test_base_and_diff_exact_scores(data_dir, tmp_path, stimulus_set):
     _check(got, EXPECTED_BASE)
     # 15 informative + 2 controls per comparison family, 4 properties, 3 families: x2 with rel
     assert len([m for m in got if not m.endswith("_stderr")]) == 2 * (1 + 4 + 3 + 17)
-    assert results["n-samples"][f"lieder_{stimulus_set}"]["effective"] == 48
+    assert_documents(results, f"lieder_{stimulus_set}", 48)
 
 
 def test_two_exact_scores(data_dir, tmp_path):

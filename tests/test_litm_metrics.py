@@ -11,6 +11,7 @@ import math
 from pathlib import Path
 
 import pytest
+from helpers.harness import assert_documents
 from helpers.prompts import read_fixture_jsonl
 
 pytestmark = pytest.mark.filterwarnings("ignore")
@@ -139,7 +140,8 @@ def test_two_positions_have_a_gap_but_no_middle_drop_on_generated_data(tmp_path)
                           {"litm_kv_pairs": 6, "litm_kv_examples": 2, "litm_kv_seed": 5, "litm_positions": [0, 5]})
     check(metrics(results, "litm_kv_generated"), {"acc": 0.75, "acc_pos_1": 1.0, "acc_pos_6": 0.5, "acc_gap": 0.5,
                                                   **counts((1, 6))})
-    assert results["n-samples"]["litm_kv_generated"] == {"original": 4, "effective": 4}
+    assert results["n-samples"]["litm_kv_generated"]["original"] == 4
+    assert_documents(results, "litm_kv_generated", 4)
 
 
 def test_a_task_whose_prompts_are_all_too_long_stops_before_the_model_is_called(data_dir, tmp_path, tiny_model_dir):

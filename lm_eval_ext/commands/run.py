@@ -28,6 +28,7 @@ from pathlib import Path
 
 from .. import answers, boundary, interrupts
 from ..errors import UserError
+from .flag_errors import unreadable_flags
 from .preflight import raise_on_failures, run_checks
 
 log = logging.getLogger(__name__)
@@ -60,7 +61,10 @@ def main(argv: list[str]) -> int:
     """Run the harness with ``argv`` (everything after ``lm-eval-ext run``)."""
     interrupts.handle_signals()
     boundary.activate()
-    args = boundary.parse_run_args(argv)
+    try:
+        args = boundary.parse_run_args(argv)
+    except ValueError as err:  # argparse's own errors exit with its usage line; these escape it on some versions
+        raise unreadable_flags(argv, err) from None
     report = run_checks(args)
     raise_on_failures(report)
     for note in report.notes:

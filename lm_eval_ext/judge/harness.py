@@ -171,7 +171,7 @@ class JudgedTask(ExtTask):
         """The judge requests this task's run would send, as far as they can be built before generation: one
         per document (``limit`` as the harness reads it), the answer, not known yet, as long as the reference."""
         config = self.judge_config()
-        fields = next(step for entry in self.config.filter_list for step in entry["filter"]
+        fields = next(filter_step_options(step) for entry in self.config.filter_list for step in entry["filter"]
                       if step.get("function") is JudgeFilter)
         from .runner import Judge
 

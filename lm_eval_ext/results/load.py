@@ -46,6 +46,12 @@ _EXECUTION_CONFIG = ("batch_size", "device")
 TEMPLATE_APPLIED = "applied"
 
 
+# The sections of a results file keyed by task name. lm-eval 0.5 keys a task run as part of a group by its path,
+# `group::task` (`lieder::lieder_base`), there and in its samples file's name; the readers below name it by the
+# task's own name, as 0.4 does.
+_BY_TASK = ("results", "configs", "versions", "n-shot", "higher_is_better", "n-samples", "task_hashes")
+
+
 class ResultsError(UserError):
     """A results path that cannot be read as the harness's output."""
 
@@ -106,6 +112,8 @@ class Run:
     path: Path
     data: dict
     label: str = ""
+    # task -> its key in the files, where the harness named it by its group path (lm-eval 0.5: `group::task`)
+    file_keys: dict = field(default_factory=dict)
     _samples: dict = field(default_factory=dict, repr=False)
 
     @property
@@ -344,7 +352,7 @@ class Run:
         """The task's sample log, if the run was made with ``--log_samples``."""
         if self.date_id is None:
             return None
-        path = self.path.parent / f"samples_{task}_{self.date_id}.jsonl"
+        path = self.path.parent / f"samples_{self.file_keys.get(task, task)}_{self.date_id}.jsonl"
         return path if path.is_file() else None
 
     def samples(self, task: str) -> list[dict] | None:
@@ -418,7 +426,22 @@ def read_run(path: Path) -> Run:
         raise ResultsError(f"Cannot read the results file {path}: {err}.") from None
     if not isinstance(data, dict) or not isinstance(data.get("results"), dict):
         raise ResultsError(f"{path} is not a results file of the harness (it has no 'results' object).")
-    return Run(path=path, data=data)
+    file_keys = _group_paths(data["results"])
+    if file_keys:
+        own = {key: task for task, key in file_keys.items()}
+        data = {**data, **{section: {own.get(key, key): value for key, value in data[section].items()}
+                           for section in _BY_TASK if isinstance(data.get(section), dict)}}
+        data["group_subtasks"] = {group: [own.get(key, key) for key in tasks]
+                                  for group, tasks in (data.get("group_subtasks") or {}).items()}
+    return Run(path=path, data=data, file_keys=file_keys)
+
+
+def _group_paths(results: dict) -> dict[str, str]:
+    """task -> ``group::task`` for the tasks a results file keys by their group path, where the task's own name is
+    not taken (a task run twice, alone and in a group, or in two groups, keeps its keys)."""
+    names = [key.rsplit("::", 1)[-1] for key in results]
+    return {key.rsplit("::", 1)[1]: key for key in results
+            if "::" in key and names.count(key.rsplit("::", 1)[1]) == 1}
 
 
 def _split_source(source: str) -> tuple[str | None, Path]:

@@ -16,6 +16,8 @@ DEFECTS = {
     "wandb_loglikelihood": {"0.5.0.dev1": "lm-eval 0.5.0.dev1's W&B logger reads a log-likelihood task's filtered "
                                           "responses one list level too shallow (IndexError: 'Logging to W&B "
                                           "failed'), for its own tasks too"},
+    "comma_split": {version: f"lm-eval {version} splits a key=value flag at every comma (a ValueError traceback "
+                             "for a value holding one)" for version in ("0.4.12", "0.5.0.dev1")},
     "validate": {"0.5.0.dev1": "lm-eval 0.5.0.dev1's `lm_eval validate` reports unknown tasks as found"},
 }
 
@@ -23,6 +25,14 @@ DEFECTS = {
 def broken(feature: str) -> bool:
     """True when the installed harness version has the defect ``feature`` (:data:`DEFECTS`)."""
     return VERSION in DEFECTS[feature]
+
+
+def assert_documents(results: dict, task: str, count: int) -> None:
+    """The results of a run took ``count`` documents of ``task``: the plugin's count (``configs.<task>.metadata
+    .documents``) and, where the harness counts documents (:data:`DEFECTS` ``sample_count``), its ``n-samples``."""
+    assert results["configs"][task]["metadata"]["documents"] == count
+    if not broken("sample_count"):
+        assert results["n-samples"][task]["effective"] == count
 
 
 def skip_where_broken(feature: str):
