@@ -58,13 +58,15 @@ def test_wheel_ships_tasks_and_templates(plugin_wheel):
 
 
 def _check_outputs(out: Path, task: str, n_docs: int = 48) -> dict:
+    from lm_eval_ext.results.load import read_run
+
     (results_file,) = out.rglob("results_*.json")
-    results = json.loads(results_file.read_text())
+    run = read_run(results_file)  # a group's tasks as lm-eval 0.4 names them
+    results = run.data
     metrics = results["results"][task]
     for name in ("acc,none", "acc_rel,none", "acc_existence,none", "acc_sg_pos_neg_gt_sg_pos_pos,none"):
         assert 0.0 <= metrics[name] <= 1.0, name
-    (samples_file,) = out.rglob(f"samples_{task}_*.jsonl")
-    samples = [json.loads(line) for line in samples_file.read_text().splitlines()]
+    samples = [json.loads(line) for line in run.samples_path(task).read_text().splitlines()]
     assert len(samples) == n_docs
     for sample in samples:
         assert len(sample["resps"]) == len(sample["doc"]["rows"]) == 12

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from helpers.harness import filtered
+
 
 GEN_KWARGS = '{"max_gen_toks": 8, "suppress_tokens": [0, 1, 2, 3]}'  # JSON: read whole by every harness
 
@@ -35,7 +37,7 @@ def test_limited_run_with_the_tiny_model(run_cli, tiny_model_dir, data_dir, tmp_
     # documents alternate novel and base items of the same interpretation
     assert [s["doc"]["role"] for s in samples] == ["novel", "base", "novel", "base"]
     for sample in samples:
-        record = json.loads(sample["filtered_resps"][0])  # the sandbox filter's record, as JSON
+        record = json.loads(filtered(sample))  # the sandbox filter's record, as JSON
         generation = sample["resps"][0][0]
         assert record["prediction"] == "SELECT " + generation.strip()
         assert isinstance(record["executed"], bool) and (record["error"] is None) == record["executed"]

@@ -81,6 +81,7 @@ def evaluate(tmp_path, data_dir, task, model, failing=None, **model_args):
                                        tasks=[task], task_manager=manager, samples={task: MEETING_002})
 
 
+@skip_where_broken("samples")
 @pytest.mark.parametrize("task", ["elitr_bench_qa_dev_st", "elitr_bench_qa_dev_mt"])
 def test_metrics_equal_hand_computed_values(tmp_path, data_dir, monkeypatch, task):
     monkeypatch.setenv(KEY_ENV, "sk-elitr-test-key-0123456789abcdef")
@@ -96,6 +97,7 @@ def test_metrics_equal_hand_computed_values(tmp_path, data_dir, monkeypatch, tas
     assert samples["12"]["doc"]["differentiating"] is True
 
 
+@skip_where_broken("samples")
 def test_a_judge_failure_leaves_the_means_it_belongs_to_undefined(tmp_path, data_dir, monkeypatch):
     monkeypatch.setenv(KEY_ENV, "sk-elitr-test-key-0123456789abcdef")
     task = "elitr_bench_qa_dev_st"

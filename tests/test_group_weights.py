@@ -31,6 +31,10 @@ class _Leaf(ConfigurableTask):
     def task_name(self) -> str:
         return self._leaf
 
+    @property
+    def _qualified_name(self) -> str:  # what lm-eval 0.5's Group.add keys a member by (its config's, on a real task)
+        return self._leaf
+
 
 def _group(yaml_file: str, members: dict[str, dict]) -> dict:
     """The plugin group's aggregated metrics over ``members`` (task -> its aggregated metrics, as the harness has

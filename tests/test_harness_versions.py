@@ -286,13 +286,13 @@ def test_a_task_that_executes_model_output_needs_the_confirmation(tmp_path):
 def test_the_judge_s_request_estimate_reads_the_fields_the_yaml_names(tmp_path):
     """The check before a judged run builds its judge requests from the document fields the task's JudgeFilter names
     (lm-eval 0.5 keeps a filter's options under `kwargs`)."""
-    from lm_eval.tasks import TaskManager, get_task_dict
+    from lm_eval.tasks import TaskManager
 
     from helpers.judge_toy import DOCS, write_task_dir
     from lm_eval_ext.judge.harness import JudgedTask
 
     manager = TaskManager(include_path=str(write_task_dir(tmp_path)), include_defaults=False)
-    task = get_task_dict(["judged_toy"], manager)["judged_toy"]
+    (task,) = manager.load(["judged_toy"])["tasks"].values()
     assert isinstance(task, JudgedTask)  # the toy names question_field: question, reference_field: answer
     prompts = [request["messages"][-1]["content"] for request in task.judge_requests_estimate()]
     assert [re.search(r"### Question:\n(.*?)\n\n### Response to evaluate:\n(.*?)\n\n", p).groups() for p in prompts] == [

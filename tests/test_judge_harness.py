@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from doubles.stub_openai import StubOpenAIServer
+from helpers.harness import filtered
 from helpers.judge import is_probe, judge_calls
 from helpers.judge_toy import judge_or_answer, judge_scoring_all, results_and_samples, write_task_dir
 
@@ -63,9 +64,9 @@ def test_judged_task_in_process(task_dir, tmp_path, monkeypatch):
     samples = {s["doc"]["question"]: s for s in out["samples"]["judged_toy"]}
     france = samples["Capital of France?"]
     assert france["resps"] == [["Paris"]]
-    assert json.loads(france["filtered_resps"][0])["score"] == 9.0 and france["score"] == 9.0
+    assert json.loads(filtered(france))["score"] == 9.0 and france["score"] == 9.0
     spain = samples["Capital of Spain?"]
-    spain_result = json.loads(spain["filtered_resps"][0])
+    spain_result = json.loads(filtered(spain))
     assert spain_result["status"] == "failed" and spain["judge_failures"] == 1
     assert math.isnan(spain["score"]) and len(spain_result["judge_outputs"]) == 3
 

@@ -62,10 +62,11 @@ def evaluate(table: Path, tasks: list[str]) -> dict:
     from lm_eval.tasks import TaskManager
 
     from lm_eval_ext.paths import tasks_dir
+    from lm_eval_ext.results.load import by_task_name  # a group's tasks as lm-eval 0.4 names them
     manager = TaskManager(include_path=str(tasks_dir()), include_defaults=False)
-    return lm_eval.simple_evaluate(
+    return by_task_name(lm_eval.simple_evaluate(
         model="ext-loglik-table", model_args=f"table={table}", tasks=tasks, task_manager=manager, log_samples=True
-    )
+    ))[0]
 
 
 def metrics(results: dict, task: str) -> dict:

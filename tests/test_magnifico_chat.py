@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from helpers.harness import filtered
+
 
 pytestmark = pytest.mark.filterwarnings("ignore")
 
@@ -168,7 +170,7 @@ def _metrics(results: dict) -> dict:
 
 
 def _records(samples: list[dict]) -> dict[tuple, dict]:
-    return {(s["doc"]["role"], s["doc"]["item_id"]): json.loads(s["filtered_resps"][0]) for s in samples}
+    return {(s["doc"]["role"], s["doc"]["item_id"]): json.loads(filtered(s)) for s in samples}
 
 
 def _chat_reply(script: dict):

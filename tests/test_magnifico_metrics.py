@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from helpers.harness import filtered
+
 pytestmark = pytest.mark.filterwarnings("ignore")
 
 WRONG = "'not the answer'"
@@ -39,9 +41,11 @@ def evaluate(responses: Path, tasks: list[str], metadata: dict) -> dict:
     from lm_eval.tasks import TaskManager
 
     from lm_eval_ext.paths import tasks_dir
+    from lm_eval_ext.results.load import by_task_name  # a group's tasks as lm-eval 0.4 names them
     manager = TaskManager(include_path=str(tasks_dir()), include_defaults=False, metadata=metadata)
-    return lm_eval.simple_evaluate(model="ext-canned-gen", model_args=f"responses={responses}", tasks=tasks,
-                                   task_manager=manager, log_samples=True, confirm_run_unsafe_code=True)
+    return by_task_name(lm_eval.simple_evaluate(model="ext-canned-gen", model_args=f"responses={responses}",
+                                                tasks=tasks, task_manager=manager, log_samples=True,
+                                                confirm_run_unsafe_code=True))[0]
 
 
 def metrics(results: dict, task: str) -> dict:
@@ -95,12 +99,12 @@ def test_ex_ex_base_and_rel_perf_with_cap_and_threshold(data_dir, tmp_path):
     for field in ("interpretation", "category", "form", "prompt_type", "position", "db_id", "role"):
         assert field in sample["doc"]
     assert sample["doc"]["interpretation"] == "course_prereq_id" and sample["doc"]["role"] == "novel"
-    record = json.loads(sample["filtered_resps"][0])
+    record = json.loads(filtered(sample))
     assert record["executed"] is True and record["error"] is None and record["ex"] == 1
     assert record["prediction"] == "SELECT " + _answer(_rows(data_dir, "course_prereq_id/plausible/test.tsv")[0]["Parse"])
     wrong = next(s for s in samples if s["doc"]["interpretation"] == "course_prereq_id" and s["doc"]["role"] == "novel"
-                 and json.loads(s["filtered_resps"][0])["ex"] == 0)
-    assert json.loads(wrong["filtered_resps"][0])["prediction"] == f"SELECT {WRONG}"
+                 and json.loads(filtered(s))["ex"] == 0)
+    assert json.loads(filtered(wrong))["prediction"] == f"SELECT {WRONG}"
 
 
 def _gold_fails(db: Path, sql: str) -> bool:

@@ -13,6 +13,7 @@ import json
 
 import pytest
 
+from helpers.harness import filtered
 from helpers.prompts import read_fixture_jsonl
 
 pytestmark = pytest.mark.filterwarnings("ignore")
@@ -177,7 +178,7 @@ def test_real_chat_replies_through_the_harness(task, data_dir):
     for sample in samples:
         (record,) = [r for r in records if r["text"] == sample["doc"]["text"]]
         assert sample["resps"][0][0] == record["reply"]  # the raw reply
-        executed = json.loads(sample["filtered_resps"][0])
+        executed = json.loads(filtered(sample))
         expected = _expected(record)
         assert executed["prediction"] == expected  # the SQL taken from it
         if expected is None:  # no query: not executed, and the record says so

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from doubles.stub_openai import StubOpenAIServer
+from helpers.harness import broken
 
 MC_DOCS = [
     {"question": "2+2=", "choices": ["3", "4", "5"], "answer": 1},
@@ -338,7 +339,8 @@ def test_canned_gen_through_the_harness(tmp_path):
     results = _evaluate("ext-canned-gen", args, _gen_task(tmp_path), batch_size=2)
     samples = sorted(results["samples"]["scaffold_gen"], key=lambda s: s["doc_id"])
     assert [s["resps"][0][0] for s in samples] == ["4", "Paris", "purple"]
-    assert results["results"]["scaffold_gen"]["exact_match,none"] == pytest.approx(2 / 3)
+    # 2 of 3 right; on a harness that reads the target "4" as a number, 1 (tests/helpers/harness.py)
+    assert results["results"]["scaffold_gen"]["exact_match,none"] == pytest.approx((1 if broken("numeric_target") else 2) / 3)
     log = [json.loads(line) for line in calls.read_text().splitlines()]
     assert [c["n_requests"] for c in log] == [3]
     assert sorted(log[0]["prompts"]) == sorted(f"Q: {d['question']}\nA:" for d in GEN_DOCS)
@@ -356,12 +358,11 @@ def test_canned_gen_with_chat_template(tmp_path):
 
 
 def test_canned_gen_turns_and_errors(tmp_path):
-    from lm_eval.api.instance import Instance
-
     from doubles.scripted import CannedGenLM, ScriptedModelError
+    from lm_eval_ext.boundary import new_instance
 
     def request(prompt):
-        return Instance("generate_until", doc={}, arguments=(prompt, {"until": ["\n"]}), idx=0)
+        return new_instance("generate_until", {}, (prompt, {"until": ["\n"]}), 0, task_name="t", doc_id=0)
 
     path = tmp_path / "turns.json"
     path.write_text(json.dumps({"rules": [{"contains": "Q", "response": "answer-{turn}"}], "default": None, "turn_marker": "user:"}))

@@ -15,6 +15,8 @@ import re
 
 import pytest
 
+from helpers.harness import skip_where_broken
+
 from doubles.stub_openai import CAPTURED, StubOpenAIServer
 from lm_eval_ext.prompt_length import LengthCheckError, PromptTooLongError, not_checked_reason, resolve_budget
 
@@ -260,6 +262,7 @@ def by_meeting(data_dir, prompts: list[str]) -> dict[str, str]:
     return found
 
 
+@skip_where_broken("samples")
 @pytest.mark.parametrize("model", [CHAT, COMPLETIONS])
 def test_elitr_single_turn_against_the_servers_context(data_dir, model, monkeypatch):
     """A question of each of three meetings (transcripts of 9,547, 6,932 and 5,845 words) on a server with a

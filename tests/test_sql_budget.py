@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers.harness import filtered
 from lm_eval_ext.magnifico.execution import GOLD_RETRY_FACTOR, ExecutionOptions, Scorer
 from lm_eval_ext.magnifico.task import split_scorable
 from lm_eval_ext.sql import Limits, SandboxPool, connect_readonly, run_query
@@ -155,13 +156,13 @@ def test_the_same_task_scores_the_same_on_an_idle_and_a_loaded_machine(run_cli, 
             hog.wait()
 
     def per_item(samples):
-        return {s["doc_id"]: (s["doc"]["text"], json.loads(s["filtered_resps"][0])["ex"],
-                              json.loads(s["filtered_resps"][0])["error"]) for s in samples}
+        return {s["doc_id"]: (s["doc"]["text"], json.loads(filtered(s))["ex"],
+                              json.loads(filtered(s))["error"]) for s in samples}
 
     assert len(idle) == len(loaded) and per_item(idle) == per_item(loaded)
     # both outcomes occur: the light answers finish (EX 1), the heavy ones are cut by the budget (EX 0)
-    outcomes = {(heavy[s["doc"]["text"]], json.loads(s["filtered_resps"][0])["ex"]) for s in idle}
+    outcomes = {(heavy[s["doc"]["text"]], json.loads(filtered(s))["ex"]) for s in idle}
     assert outcomes == {(False, 1), (True, 0)}
-    assert all(f"budget of {BUDGET}" in json.loads(s["filtered_resps"][0])["error"]
+    assert all(f"budget of {BUDGET}" in json.loads(filtered(s))["error"]
                for s in idle if heavy[s["doc"]["text"]])
 

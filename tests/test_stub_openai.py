@@ -119,12 +119,13 @@ def test_text_prompt_without_echo_and_the_two_broken_servers():
 
 
 def _harness_loglikelihood(srv: StubOpenAIServer, tokenizer_dir, pairs):
-    from lm_eval.api.instance import Instance
     from lm_eval.models.openai_completions import LocalCompletionsAPI
+
+    from lm_eval_ext.boundary import new_instance
 
     lm = LocalCompletionsAPI(base_url=srv.completions_url, model="stub", tokenizer_backend="huggingface",
                              tokenizer=str(tokenizer_dir), max_retries=1, batch_size=2)
-    requests_ = [Instance("loglikelihood", {}, pair, i) for i, pair in enumerate(pairs)]
+    requests_ = [new_instance("loglikelihood", {}, pair, i, task_name="t", doc_id=i) for i, pair in enumerate(pairs)]
     return lm, lm.loglikelihood(requests_, disable_tqdm=True)
 
 

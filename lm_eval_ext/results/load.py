@@ -46,10 +46,8 @@ _EXECUTION_CONFIG = ("batch_size", "device")
 TEMPLATE_APPLIED = "applied"
 
 
-# The sections of a results file keyed by task name. lm-eval 0.5 keys a task run as part of a group by its path,
-# `group::task` (`lieder::lieder_base`), there and in its samples file's name; the readers below name it by the
-# task's own name, as 0.4 does.
-_BY_TASK = ("results", "configs", "versions", "n-shot", "higher_is_better", "n-samples", "task_hashes")
+# The sections of a results file (and of what lm_eval.simple_evaluate returns: samples) keyed by task name.
+_BY_TASK = ("results", "configs", "versions", "n-shot", "higher_is_better", "n-samples", "task_hashes", "samples")
 
 
 class ResultsError(UserError):
@@ -426,22 +424,29 @@ def read_run(path: Path) -> Run:
         raise ResultsError(f"Cannot read the results file {path}: {err}.") from None
     if not isinstance(data, dict) or not isinstance(data.get("results"), dict):
         raise ResultsError(f"{path} is not a results file of the harness (it has no 'results' object).")
-    file_keys = _group_paths(data["results"])
-    if file_keys:
-        own = {key: task for task, key in file_keys.items()}
-        data = {**data, **{section: {own.get(key, key): value for key, value in data[section].items()}
-                           for section in _BY_TASK if isinstance(data.get(section), dict)}}
-        data["group_subtasks"] = {group: [own.get(key, key) for key in tasks]
-                                  for group, tasks in (data.get("group_subtasks") or {}).items()}
+    data, file_keys = by_task_name(data)
     return Run(path=path, data=data, file_keys=file_keys)
 
 
-def _group_paths(results: dict) -> dict[str, str]:
-    """task -> ``group::task`` for the tasks a results file keys by their group path, where the task's own name is
-    not taken (a task run twice, alone and in a group, or in two groups, keeps its keys)."""
-    names = [key.rsplit("::", 1)[-1] for key in results]
-    return {key.rsplit("::", 1)[1]: key for key in results
-            if "::" in key and names.count(key.rsplit("::", 1)[1]) == 1}
+def by_task_name(data: dict) -> tuple[dict, dict[str, str]]:
+    """A results file's data (or what ``lm_eval.simple_evaluate`` returns) with its tasks named by their own names,
+    and task -> its key in ``data`` for each task renamed.
+
+    lm-eval 0.5 keys a task run as part of a group by its path, ``group::task`` (``lieder::lieder_base``), in every
+    section and in its samples file's name; 0.4 by the task's name. A task whose own name is taken (run alone and
+    in a group, or in two groups) keeps its keys.
+    """
+    names = [key.rsplit("::", 1)[-1] for key in data["results"]]
+    file_keys = {key.rsplit("::", 1)[1]: key for key in data["results"]
+                 if "::" in key and names.count(key.rsplit("::", 1)[1]) == 1}
+    if not file_keys:
+        return data, {}
+    own = {key: task for task, key in file_keys.items()}
+    renamed = {section: {own.get(key, key): value for key, value in data[section].items()}
+               for section in _BY_TASK if isinstance(data.get(section), dict)}
+    renamed["group_subtasks"] = {group: [own.get(key, key) for key in tasks]
+                                 for group, tasks in (data.get("group_subtasks") or {}).items()}
+    return {**data, **renamed}, file_keys
 
 
 def _split_source(source: str) -> tuple[str | None, Path]:

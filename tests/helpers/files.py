@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import csv
 import importlib.metadata
-import json
 import os
 import sys
 import xml.etree.ElementTree as ET
@@ -58,9 +57,12 @@ def harness(out: Path, model: str, model_args: str, tasks: str, *extra: str, env
 
 
 def results_json(out: Path) -> dict:
-    """The one results file under ``out``."""
+    """The one results file under ``out``, its tasks named as the plugin's readers name them (lm-eval 0.5 keys the
+    tasks of a group by their path, ``lieder::lieder_base``: lm_eval_ext/results/load.py)."""
+    from lm_eval_ext.results.load import read_run
+
     (path,) = out.rglob("results_*.json")
-    return json.loads(path.read_text())
+    return read_run(path).data
 
 
 def read_csv(path: Path) -> list[dict]:

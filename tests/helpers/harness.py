@@ -18,6 +18,8 @@ DEFECTS = {
                                           "failed'), for its own tasks too"},
     "comma_split": {version: f"lm-eval {version} splits a key=value flag at every comma (a ValueError traceback "
                              "for a value holding one)" for version in ("0.4.12", "0.5.0.dev1")},
+    "numeric_target": {"0.5.0.dev1": "lm-eval 0.5.0.dev1 reads a generation task's target that looks like a number "
+                                      "(\"4\") as that number, which no reply (the text \"4\") matches exactly"},
     "validate": {"0.5.0.dev1": "lm-eval 0.5.0.dev1's `lm_eval validate` reports unknown tasks as found"},
 }
 
@@ -33,6 +35,13 @@ def assert_documents(results: dict, task: str, count: int) -> None:
     assert results["configs"][task]["metadata"]["documents"] == count
     if not broken("sample_count"):
         assert results["n-samples"][task]["effective"] == count
+
+
+def filtered(sample: dict):
+    """The filtered response of a logged sample's (first) request, as 0.4 logs it (0.5 logs a list of one)."""
+    from lm_eval_ext.boundary import unlisted
+
+    return unlisted(sample["filtered_resps"][0])
 
 
 def skip_where_broken(feature: str):

@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from helpers import real
+from helpers.harness import filtered
 from helpers.judge import KEY_ENV, answering_the_probe, response_of
 
 pytestmark = pytest.mark.xdist_group("real_server")
@@ -49,7 +50,7 @@ def command(name: str, *args: str, timeout: float = 1200) -> subprocess.Complete
 
 def judge_records(samples: list[dict]) -> list[dict]:
     """The judge's record of each sample (the judge filter's output)."""
-    return [json.loads(s["filtered_resps"][0]) for s in samples]
+    return [json.loads(filtered(s)) for s in samples]
 
 
 @pytest.fixture(scope="module")
@@ -129,7 +130,7 @@ def test_the_stub_judge_scores_every_answer_with_its_own_score(hf_run):
     results = json.loads(next(hf_run.rglob("results_*.json")).read_text())["results"]
     for task in (ST, MT):
         for sample in hf_samples(hf_run, task):
-            record = json.loads(sample["filtered_resps"][0])
+            record = json.loads(filtered(sample))
             # the judge template holds the answer stripped; the stub scored that
             assert record["status"] == "scored" and record["raw_score"] == 1 + len(answer(sample, task).strip()) % 10
         assert results[task]["judge_failures,judge"] == 0

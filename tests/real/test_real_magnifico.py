@@ -14,6 +14,7 @@ import json
 import pytest
 
 from helpers import real
+from helpers.harness import filtered
 from lm_eval_ext.magnifico.replies import reply_query
 
 pytestmark = pytest.mark.xdist_group("real_engines")
@@ -41,7 +42,7 @@ def test_each_sample_shows_the_reply_the_sql_taken_from_it_and_what_it_gave(runs
         for sample in samples:
             reply = sample["resps"][0][0]
             assert isinstance(reply, str), (task, sample["doc_id"])
-            record = json.loads(sample["filtered_resps"][0])
+            record = json.loads(filtered(sample))
             assert record["prediction"] == reply_query(reply, chat).sql, (task, sample["doc_id"], reply)
             assert record["executed"] == (record["error"] is None), record
             assert record["ex"] in (0, 1) and (record["executed"] or record["ex"] == 0), record
