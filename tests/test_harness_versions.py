@@ -259,7 +259,7 @@ def test_a_group_run_is_read_by_its_tasks_names(out, tmp_path):
 
     inputs = out.parent.parent
     folder = lm_eval_run(["--model", "ext-scripted-dist", "--model_args", f"table={inputs / 'table.json'}",
-                          "--tasks", "lieder", "--limit", "8"], tmp_path / "group")
+                          "--tasks", "lieder", "--limit", "8"], tmp_path / "group", program="lm-eval-ext")
     (path,) = find_results(folder)
     written = json.loads(path.read_text())["results"]
     loaded = read_run(path)
@@ -275,12 +275,16 @@ def test_a_task_that_executes_model_output_needs_the_confirmation(tmp_path):
     """MAGNIFICo executes the model's SQL: the harness refuses it without --confirm_run_unsafe_code, also on
     lm-eval 0.5.0.dev1, which never marks a task of its own as unsafe (the plugin's tasks mark themselves)."""
     import lm_eval
+    from lm_eval.tasks import TaskManager
+
+    from lm_eval_ext.paths import tasks_dir
 
     responses = tmp_path / "responses.json"
     responses.write_text(json.dumps({"default": "SELECT 1"}))
+    manager = TaskManager(include_path=str(tasks_dir()), include_defaults=False)  # the plugin's tasks alone
     with pytest.raises(ValueError, match="magnifico_direct_plausible which is marked as unsafe"):
         lm_eval.simple_evaluate(model="ext-canned-gen", model_args={"responses": str(responses)},
-                                tasks=["magnifico_direct_plausible"], limit=1)
+                                tasks=["magnifico_direct_plausible"], task_manager=manager, limit=1)
 
 
 def test_the_judge_s_request_estimate_reads_the_fields_the_yaml_names(tmp_path):
