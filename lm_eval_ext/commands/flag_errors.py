@@ -67,8 +67,10 @@ def _split_outside_brackets(value: str) -> list[str]:
             quote = None if char == quote else quote
         elif char in "'\"":
             quote = char
-        elif char in "[({" or char in "])}":
-            depth += 1 if char in "[({" else -1
+        elif char in "[({":
+            depth += 1
+        elif char in "])}":
+            depth -= 1
         elif char == "," and depth == 0:
             parts.append(current)
             current = ""
