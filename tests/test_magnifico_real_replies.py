@@ -94,13 +94,12 @@ def test_the_open_fenced_query_is_the_whole_block():
 
 
 @pytest.mark.parametrize(("reply", "sql"), [
-    # the shapes of the two replies of the same model quoted in issue 38, which became
-    # "SELECT The query is: SELECT date ..." and "SELECT Sure! ..."
+    # prose before the query, as the real model wrote it: never glued into the SQL ("SELECT The query is: ...")
     ("The query is: SELECT date FROM weather WHERE max_temperature_f > 85",
      "SELECT date FROM weather WHERE max_temperature_f > 85"),
     ("Sure! `SELECT date FROM weather WHERE max_temperature_f > 85`",
      "SELECT date FROM weather WHERE max_temperature_f > 85"),
-    # the echo of the old prompt's SELECT, then the query after a blank line
+    # an echoed SELECT alone, then the query after a blank line
     ("SELECT\n\nSELECT city, max(lat) FROM station GROUP BY city", "SELECT city, max(lat) FROM station GROUP BY city"),
     # inside a line: after a colon, or with a FROM after it; capitals only
     ("The query is: SELECT 'x'", "SELECT 'x'"),
