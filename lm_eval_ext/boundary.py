@@ -240,6 +240,15 @@ def parse_run_args(argv: list[str]):
     return HarnessCLI()._parser.parse_args(["run", *argv])
 
 
+def read_flag_value(text: str):
+    """One value of a ``key=value`` flag of ``lm_eval run`` as the harness reads it: ``false`` a bool, ``8`` an int,
+    ``[0, 1]`` a list, anything else the text."""
+    # Private: lm_eval._cli.utils holds the run command's reading of a value. Checked on CHECKED_ON.
+    from lm_eval._cli.utils import handle_cli_value_string
+
+    return handle_cli_value_string(text)
+
+
 def run_config(args):
     """The harness's ``EvaluatorConfig`` of a run, from its flags (:func:`parse_run_args`), as ``lm_eval run`` makes it.
 
@@ -661,6 +670,8 @@ def missing_internals() -> list[str]:
          lambda: {"GROUP", "TAG"} <= set(module("lm_eval.tasks._index").Kind.__members__))
     need("lm_eval._cli.harness.HarnessCLI()._parser with a 'run' command",
          lambda: parse_run_args(["--tasks", "x"]).tasks == ["x"])
+    need("lm_eval._cli.utils.handle_cli_value_string(text), the run command's reading of a key=value value",
+         lambda: read_flag_value("false") is False and read_flag_value("[0, 1]") == [0, 1])
     need("lm_eval.config.evaluate_config.EvaluatorConfig.from_cli(the namespace of `lm_eval run`'s flags)",
          _run_config_holds_the_flags)
     need("lm_eval.__main__.cli_evaluate(), the function of the `lm_eval` command", _harness_command_is_lm_eval)

@@ -46,6 +46,7 @@ COMMAND_INTERNALS = {
     "EvaluatorConfig.from_cli": "run_config",
     "lm_eval.__main__.cli_evaluate(), the function of the `lm_eval` command": "_harness_command",
     "lm_eval.models.api_models.TemplateAPI taking seed=": "_template_api",
+    "lm_eval._cli.utils.handle_cli_value_string": "read_flag_value",
 }
 
 

@@ -34,14 +34,15 @@ def test_a_value_holding_a_comma_is_read_or_is_one_paragraph_giving_the_json(run
 
 
 def test_the_json_given_keeps_every_argument_and_the_equals_form(run_cli):
-    value = "temperature=0.5,stop=['a,b', 'c'],until='x,y',top_k=[3]"
+    value = "temperature=0.5,stop=['a,b', 'c'],until='x,y',top_k=[3],do_sample=false"
     proc = run_cli(["lm-eval-ext", "run", *READ_THEN_REFUSED, f"--gen_kwargs={value}"])
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     flags = [f"--gen_kwargs={value}"]
     if broken("comma_split"):
         flags = shlex.split(proc.stderr.rstrip("\n").rsplit("reads whole: ", 1)[1])
         assert flags[0] == "--gen_kwargs"
-    assert parse_run_args(flags).gen_kwargs == {"temperature": 0.5, "stop": ["a,b", "c"], "until": "x,y", "top_k": [3]}
+    assert parse_run_args(flags).gen_kwargs == {"temperature": 0.5, "stop": ["a,b", "c"], "until": "x,y", "top_k": [3],
+                                                "do_sample": False}
 
 
 def test_an_argument_without_a_key_is_one_paragraph(run_cli):

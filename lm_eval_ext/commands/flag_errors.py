@@ -8,7 +8,6 @@ supported harness reads whole.
 """
 from __future__ import annotations
 
-import ast
 import json
 import shlex
 
@@ -80,9 +79,6 @@ def _split_outside_brackets(value: str) -> list[str]:
 
 
 def _key_value(item: str) -> tuple[str, object]:
-    """``key=value`` as the harness reads it: the value a Python literal where it is one, else the text."""
+    """``key=value`` as the harness reads it (``do_sample=false``: False, not the truthy text "false")."""
     key, _, text = item.partition("=")
-    try:
-        return key.strip(), ast.literal_eval(text.strip())
-    except (ValueError, SyntaxError):
-        return key.strip(), text.strip()
+    return key.strip(), boundary.read_flag_value(text.strip())
