@@ -3,11 +3,12 @@
 Run this module under each of them (docs/testing.md). The run test gives plain ``lm_eval run`` one task
 of each benchmark (ELITR-Bench multi-turn, with its judge filter) with the scripted test double and
 checks the same numbers on every version (tests/fixtures/harness_versions_results.json), and
-``lm-eval-ext run`` the same numbers as ``lm_eval run``. Where the harness's output or configs differ between
-versions, the plugin's readers, its unsafe-code mark and its judge check give the same on each. The guard tests switch each adaptation to a
-harness difference off (the boundary's detected feature turned round) and check that
-``boundary.missing_internals`` names what then no longer holds; and they take away, one at a time,
-each internal the plugin's commands reach through the boundary, and check that it is named.
+``lm-eval-ext run`` the same numbers as ``lm_eval run``. Where the harness's output or configs differ
+between versions, the plugin's readers, its unsafe-code mark and its judge check give the same on each.
+The guard tests switch each adaptation to a harness difference off (the boundary's detected feature
+turned round) and check that ``boundary.missing_internals`` names what then no longer holds; and they
+take away, one at a time, each internal the plugin's commands reach through the boundary, and check
+that it is named.
 """
 from __future__ import annotations
 
