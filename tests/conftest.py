@@ -25,7 +25,7 @@ pytest_plugins = ["pytester"]  # test_scaffolding runs small sessions with this 
 if not PLUGIN_INSTALLED:  # test the checkout (helpers.files says why an installed copy stays in charge)
     sys.path.insert(0, str(PROJECT_ROOT))
 
-# One torch thread per process (a user's own setting wins): pytest-xdist already runs a worker per core, and
+# One torch thread per process (a user's own setting wins): pytest-xdist already runs a worker per core and more, and
 # torch's default of a thread per core in every worker and harness subprocess oversubscribes the cores, where
 # its threads' spin-waiting burns CPU time (measured: the tiny model's runs take 40% less CPU). Set before
 # anything imports torch; subprocesses inherit it.
@@ -89,6 +89,16 @@ def pytest_configure(config):
 # Fixtures that run commands (run_cli) or harness runs built once per test run, or start processes.
 SLOW_FIXTURES = {"run_cli", "plain_task_listing", "plain_task_listing_with_tasks_dir", "tiny_model_dir", "plugin_wheel",
                  "lieder_scripted", "lieder_tiny", "litm_scripted", "magnifico_scripted", "elitr_scripted"}
+
+
+@pytest.hookimpl(wrapper=True, optionalhook=True)
+def pytest_xdist_auto_num_workers(config):
+    """``-n auto``: a worker more than pytest-xdist counts cores, unless PYTEST_XDIST_AUTO_NUM_WORKERS says how many.
+
+    About a sixth of the workers' time is waiting that tests do on purpose (judge timeouts, retry pauses, servers and
+    harness processes starting): the extra worker keeps the cores busy meanwhile (bench/README.md, the suite)."""
+    cores = yield
+    return cores if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS") else cores + 1
 
 
 @pytest.hookimpl(tryfirst=True)  # before `-m` selects by marker (and before pytest-xdist reads xdist_group)
