@@ -102,7 +102,7 @@ def test_a_caller_with_a_running_event_loop_is_judged_the_same_and_nothing_is_le
         results = asyncio.run(caller())
         # The stub's request threads end once the judge has closed its connections: on a busy machine a moment
         # after judging returns (the threading docs name a thread "Thread-N (target)").
-        for thread in threading.enumerate():
+        for thread in set(threading.enumerate()) - before:
             if thread.name.endswith("(process_request_thread)"):
                 thread.join(timeout=10)
         # What stays: the stub's serving thread, and tqdm's one monitor thread of the process, which its first bar
