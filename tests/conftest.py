@@ -25,8 +25,8 @@ pytest_plugins = ["pytester"]  # test_scaffolding runs small sessions with this 
 if not PLUGIN_INSTALLED:  # test the checkout (helpers.files says why an installed copy stays in charge)
     sys.path.insert(0, str(PROJECT_ROOT))
 
-# One torch thread per process (a user's own setting wins): pytest-xdist already runs a worker per core (and one more), and
-# torch's default of a thread per core in every worker and harness subprocess oversubscribes the cores, where
+# One torch thread per process (a user's own setting wins): pytest-xdist already runs a worker per core (and one
+# more), and torch's default of a thread per core in every worker and harness subprocess oversubscribes the cores, where
 # its threads' spin-waiting burns CPU time (measured: the tiny model's runs take 40% less CPU). Set before
 # anything imports torch; subprocesses inherit it.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
