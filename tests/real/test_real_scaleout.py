@@ -18,7 +18,7 @@ import pytest
 
 from helpers import real
 
-pytestmark = pytest.mark.xdist_group("real_server")  # after LIEDER and ELITR-Bench: the two workers even out
+pytestmark = pytest.mark.xdist_group("real_engines")  # after Lost in the Middle and MAGNIFICo, on their engine
 LIMIT = 8
 
 
