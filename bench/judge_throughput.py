@@ -18,12 +18,19 @@ items lost (left without a verdict); items duplicated (a request the stub answer
 paid, more than once); and a rerun, which the cache answers without a call. ``--profile FILE`` writes a
 cProfile of the first case (the CPU time of every thread) and prints its top functions.
 
+``--client openai`` or ``--client httpx2`` sends the judge's first asks of the same items through the bare
+``openai.AsyncOpenAI`` client (``post`` of the request body, as the judge sends it) or the bare ``httpx2``
+client instead of the judge, ``concurrency`` at a time over as many kept-alive connections, without faults,
+retries or cache: the CPU per call of the layers the judge is built on.
+
     python bench/judge_throughput.py [--items 2000] [--delay 0.05] [--jitter 0] [--concurrency 32]
     python bench/judge_throughput.py --items 600 --delay 0.5 --jitter 1.5 --concurrency 8 32 64 128 256
+    python bench/judge_throughput.py --faults '' --client httpx2
 """
 from __future__ import annotations
 
 import argparse
+import asyncio
 import contextlib
 import cProfile
 import json
@@ -116,6 +123,41 @@ def profiled(run, path: str):
         stats.sort_stats("tottime").print_stats(25)
 
 
+async def bare(client: str, base_url: str, requests: list[dict], concurrency: int) -> list[dict]:
+    """The replies (parsed JSON) to ``requests`` through the bare ``openai`` or ``httpx2`` client."""
+    import httpx2
+    import openai
+
+    limits = httpx2.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+    headers = {"Authorization": f"Bearer {os.environ['LMX_BENCH_KEY']}", "Accept-Encoding": "identity"}
+    gate = asyncio.Semaphore(concurrency)
+    if client == "openai":
+        sender = openai.AsyncOpenAI(api_key=os.environ["LMX_BENCH_KEY"], base_url=base_url,
+                                    default_headers={"Accept-Encoding": "identity"},
+                                    http_client=openai.DefaultAsyncHttpxClient(limits=limits))
+
+        async def send(request: dict) -> bytes:
+            response = await sender.post("chat/completions", cast_to=httpx2.Response, body=request, stream=True)
+            try:
+                return await response.aread()
+            finally:
+                await response.aclose()
+    else:
+        sender = httpx2.AsyncClient(base_url=base_url + "/", headers=headers, limits=limits)
+
+        async def send(request: dict) -> bytes:
+            return (await sender.post("chat/completions", json=request)).content
+
+    async def one(request: dict) -> dict:
+        async with gate:
+            return json.loads(await send(request))
+
+    try:
+        return await asyncio.gather(*(one(request) for request in requests))
+    finally:
+        await sender.close() if client == "openai" else await sender.aclose()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--items", type=int, default=2000)
@@ -126,12 +168,16 @@ def main() -> None:
                         help=f"faults the stub draws per request: a preset ({', '.join(PRESETS)}; default: mixed, "
                         "10%%), KIND=P,... or '' for none")
     parser.add_argument("--stub", choices=("process", "thread"), default="process")
+    parser.add_argument("--client", choices=("judge", "openai", "httpx2"), default="judge",
+                        help="what sends the requests: the judge, or a bare client (with --faults '')")
     parser.add_argument("--no-cache", action="store_true", help="judge without the on-disk cache")
     parser.add_argument("--profile", metavar="FILE", help="cProfile the first case into FILE")
     args = parser.parse_args()
     args.faults = PRESETS.get(args.faults, args.faults)
+    if args.client != "judge" and args.faults:
+        parser.error(f"--client {args.client} sends each request once, without retries: add --faults ''")
 
-    from lm_eval_ext.judge import JudgeItem, judge_many, resolve_config
+    from lm_eval_ext.judge import Judge, JudgeItem, judge_many, resolve_config
 
     os.environ.setdefault("LMX_BENCH_KEY", "sk-bench")
     stub = stub_in_process if args.stub == "process" else stub_in_thread
@@ -153,28 +199,40 @@ def main() -> None:
                     "base_url": base_url, "api_key_env": "LMX_BENCH_KEY", "model": "stub",
                     "concurrency": concurrency, "cache": cache})
 
-                def run():
-                    return judge_many(items, config, progress=False)
+                if args.client == "judge":
+                    def run():
+                        return judge_many(items, config, progress=False)
+                else:
+                    judge = Judge(config, progress=False)
+                    requests = [judge.request(judge.messages(item), 0) for item in items]
+                    judge.close()
+
+                    def run():
+                        return asyncio.run(bare(args.client, base_url, requests, concurrency))
 
                 cpu, started = time.process_time(), time.perf_counter()
                 results = profiled(run, args.profile) if args.profile and index == 0 else run()
                 wall, cpu = time.perf_counter() - started, time.process_time() - cpu
                 started = time.perf_counter()
-                if not args.no_cache:
+                if args.client == "judge" and not args.no_cache:
                     judge_many(items, config, progress=False)
                 rerun = time.perf_counter() - started
-            assert all(r.score == 7.0 for r in results if r.scored)
-            # lost: items left without a verdict (an item whose every ask got a reply without a valid score is the
-            # judge's verdict, "no score"); duplicated: requests the stub answered (would have been paid) more than
-            # once, over both runs: a rerun that called the judge would duplicate every item
-            unscored = sum(r.failure == "unparseable" for r in results)
-            lost = sum(not r.scored for r in results) - unscored
+            if args.client == "judge":
+                assert all(r.score == 7.0 for r in results if r.scored)
+                # lost: items left without a verdict (an item whose every ask got a reply without a valid score is
+                # the judge's verdict, "no score"); duplicated: requests the stub answered (would have been paid)
+                # more than once, over both runs: a rerun that called the judge would duplicate every item
+                unscored = sum(r.failure == "unparseable" for r in results)
+                lost = sum(not r.scored for r in results) - unscored
+            else:
+                unscored, lost = 0, sum(reply["choices"][0]["message"]["content"] != REPLY for reply in results)
             faults = sum(stub_stats["faults"].values())
             ideal = n * mean_latency / concurrency
             print(f"{concurrency:>5}  {wall:>7.2f}  {ideal:>7.2f}  {wall / ideal:>7.2f}  "
                   f"{stub_stats['answered_by']['99%']:>8.2f}  {n / wall:>7.0f}  "
                   f"{cpu / n * 1000:>18.2f}  {stub_stats['max_in_flight']:>13}  {faults:>6}  {lost:>4}  {unscored:>8}  "
-                  f"{stub_stats['paid_twice']:>10}  " + (f"{rerun:>7.2f}" if not args.no_cache else f"{'-':>7}"))
+                  f"{stub_stats['paid_twice']:>10}  "
+                  + (f"{rerun:>7.2f}" if args.client == "judge" and not args.no_cache else f"{'-':>7}"))
         print("rerun: python bench/judge_throughput.py " + " ".join(sys.argv[1:]))
     finally:
         shutil.rmtree(work, ignore_errors=True)
