@@ -104,7 +104,15 @@ def test_undefined_rel_perf_is_na_with_the_reason(tmp_path):
     assert [t.get_text() for t in ax.texts] == ["n/a"]
     assert ax.get_xlim() == (-0.5, 0.5)  # the n/a slot is inside the axes
     assert "n/a: rel_perf undefined, every interpretation's base EX under 5%" in forms.caption
-    assert "excluded before scoring: org/tiny-sql · magnifico_direct_foreign: 3 (missing Spider database)" in page
+    # the items each task left out when it was loaded (configs.<task>.metadata.excluded), by reason
+    assert ("Items excluded before scoring: org/tiny-sql · magnifico_dialogue_start_plausible: 0 (missing Spider "
+            "database), 0 (gold query fails), 2 (gold query does not finish within its budget); org/tiny-sql · "
+            "magnifico_direct_foreign: 3 (missing Spider database), 0 (gold query fails), 0 (gold query does not "
+            "finish within its budget).") in page
+    assert {task: [row[f"excluded_{reason}"] for reason in ("db_missing", "gold_error", "gold_budget")]
+            for task, row in summary.items()} == {"magnifico_direct_plausible": ["0", "0", "0"],
+                                                  "magnifico_direct_foreign": ["3", "0", "0"],
+                                                  "magnifico_dialogue_start_plausible": ["0", "0", "2"]}
 
 
 def test_undefined_rel_perf_is_na_beside_the_papers_table_3(tmp_path):

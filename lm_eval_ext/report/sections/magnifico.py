@@ -41,6 +41,9 @@ PROMPT_ORDER = ("direct", "description", "fewshot", "dialogue")
 FORM_ORDER = ("plausible", "foreign", "adversarial", "concept", "base")
 POSITION_ORDER = ("start", "mid", "end")
 FORM_HATCH = {"plausible": "", "foreign": "//", "adversarial": "..", "concept": "xx"}
+# why items were left out when the task was loaded (``excluded_<reason>`` counts, lm_eval_ext.results.load)
+EXCLUDED = {"db_missing": "missing Spider database", "gold_error": "gold query fails",
+            "gold_budget": "gold query does not finish within its budget"}
 NA_CAPTION = " n/a: rel_perf undefined, every interpretation's base EX under 5% (none kept)."
 
 INTRO = (
@@ -192,9 +195,9 @@ def _notes(settings: list[Setting]) -> list[Note]:
     if left:
         notes.append(Note("Interpretations left out because their base EX is under 5% (rel_perf is the mean over the "
                           "others): " + "; ".join(left) + "."))
-    excluded = [f"{s.model.label} · {s.task}: {int(s.metrics.get('excluded_db_missing', 0))} (missing Spider "
-                f"database), {int(s.metrics.get('excluded_gold_error', 0))} (gold query fails)" for s in settings
-                if s.metrics.get("excluded_db_missing") or s.metrics.get("excluded_gold_error")]
+    excluded = [f"{s.model.label} · {s.task}: " + ", ".join(f"{int(s.metrics.get(f'excluded_{reason}', 0))} ({why})"
+                                                         for reason, why in EXCLUDED.items())
+                for s in settings if any(s.metrics.get(f"excluded_{reason}") for reason in EXCLUDED)]
     if excluded:
         notes.append(Note("Items excluded before scoring: " + "; ".join(excluded) + "."))
     undefined = [f"{s.model.label} · {s.task}" for s in settings if s.rel_perf_note]
@@ -319,7 +322,7 @@ def _positions(models: list[Model], settings: list[Setting]) -> Figure:
 
 def _summary_table(settings: list[Setting], published: Published | None) -> Table:
     columns = ["rel_perf", "ex", "ex_stderr", "ex_base", "em", "interp_left_out", *(f"rel_perf_{c}" for c in CATEGORIES),
-               "excluded_db_missing", "excluded_gold_error"]
+               *(f"excluded_{reason}" for reason in EXCLUDED)]
     rows = []
     for s in settings:
         values, errors = s.metrics, s.run.stderr(s.task)
