@@ -452,7 +452,7 @@ class HarnessFeatures(NamedTuple):
     scorers: bool  # metrics are scorer objects built from filter_list + metric_list and the output type
     filters_list_per_doc: bool  # a filter step returns a list per document (take_first: [r[0]], not r[0])
     filter_options_in_kwargs: bool  # TaskConfig moves a filter step's options under "kwargs"
-    private_task_index: bool  # the TaskManager's index is _task_index (was task_index)
+    private_task_index: bool  # the TaskManager's index is _task_index (0.4: task_index)
 
 
 @functools.cache
@@ -688,6 +688,10 @@ def missing_internals() -> list[str]:
          lambda: "OUTPUT_TYPE" in _code_names(evaluate))
     need("lm_eval.api.task.Task.instances returning self._instances (task_base.py moves scored documents)",
          _instances_property_reads_the_list)
+    need("lm_eval.api.task.Task.build_all_requests(rank, world_size, apply_chat_template, chat_template, "
+         "tokenizer_name, system_instruction), the keywords task_base.py reads of the evaluator's call",
+         lambda: {"rank", "world_size", "apply_chat_template", "chat_template", "tokenizer_name", "system_instruction"}
+         <= set(inspect.signature(module("lm_eval.api.task").Task.build_all_requests).parameters))
     need("ConfigurableTask.override_metric(metric_name), the harness's --predict_only",
          lambda: "metric_name" in inspect.signature(module("lm_eval.api.task").ConfigurableTask.override_metric).parameters)
     return missing

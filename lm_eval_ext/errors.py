@@ -7,8 +7,21 @@ import json
 import shlex
 
 
+# the spellings of true and false an option accepts, in any case (a JSON boolean too)
+_TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off"}
+
+
 class UserError(Exception):
     """An error whose message tells the user what went wrong, where, and what to do."""
+
+
+def truth_value(value: object) -> bool | None:
+    """``value`` as a boolean: a bool, or 1/0, true/false, yes/no, on/off in any case; None when it is none of
+    them (the caller says which option and what to give)."""
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    return text in _TRUE if text in _TRUE | _FALSE else None
 
 
 def metadata_arg(**options: object) -> str:

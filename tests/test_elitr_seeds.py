@@ -33,7 +33,7 @@ def test_summary_by_hand(tmp_path):
         "elitr_bench_qa_test2_st", "score", "7.00", "+-", "1.00", "(n=3)"]
 
 
-def test_api_models_get_the_seed_in_their_arguments():
+def test_api_models_get_the_seed_in_their_arguments(tmp_path):
     from lm_eval_ext.commands.seeds import seed_arguments
 
     api = ["--model", "local-chat-completions", "--model_args", "base_url=http://h/v1/chat/completions,model=m",
@@ -42,6 +42,11 @@ def test_api_models_get_the_seed_in_their_arguments():
                                                           "--model_args", "seed=2024"]
     hf = ["--model", "hf", "--model_args", "pretrained=x", "--tasks", "elitr_bench_qa_test2_st"]
     assert seed_arguments(hf, 2023, "out")[len(hf):] == ["--seed", "2023", "--output_path", "out/seed_2023"]
+    # the model named only in the --config file, as the harness reads it
+    config = tmp_path / "run.yaml"
+    config.write_text("model: local-chat-completions\nmodel_args: base_url=http://h/v1/chat/completions,model=m\n")
+    assert seed_arguments(["--config", str(config)], 2025, "out")[2:] == ["--seed", "2025", "--output_path",
+                                                                         "out/seed_2025", "--model_args", "seed=2025"]
 
 
 @pytest.mark.slow

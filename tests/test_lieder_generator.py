@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -74,3 +75,22 @@ def test_generate_then_run_through_the_cli(run_cli, data_dir, tmp_path):
     assert_documents(results, "lieder_base", 3)
     assert results["results"]["lieder_base"]["acc,none"] == 1.0
     assert results["results"]["lieder_base"]["acc_rel,none"] == 1.0
+
+
+@pytest.mark.parametrize("stimulus_id, message", [
+    ("1_dog_two_know_sref", None),
+    ("1_dog_two_two_sref", "stimulus id '1_dog_two_two_sref': at most one of its two clause words may be 'two'"),
+    ("1_dog_maybe_know_sref", "stimulus id '1_dog_maybe_know_sref' is not '<n>_<noun>_<first>_<second>_"),
+])
+def test_a_stimulus_id_names_its_clauses_and_family(stimulus_id, message):
+    """A stimulus file's ids are parsed strictly: an id that names no clause family is an error, not a group
+    named after ``None``."""
+    from lm_eval_ext.lieder.stimuli import StimulusError, parse_row
+
+    record = {"id": stimulus_id, "sent": "There are two dogs. The dog barked.", "expected": 0}
+    if message is None:
+        row = parse_row(record)
+        assert (row["group"], row["family"]) == ("1_dog_know_doubt", "know_doubt")
+    else:
+        with pytest.raises(StimulusError, match=re.escape(message)):
+            parse_row(record)

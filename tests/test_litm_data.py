@@ -148,3 +148,10 @@ def test_setup_from_yaml_and_metadata():
         options.setup_from("g", {"setting": "kv", "generated": True}, {})
     with pytest.raises(UserError, match="litm_too_long='cut'"):
         options.setup_from("x", {"setting": "qa", "k": 20}, {"litm_too_long": "cut"})
+    # true or false in any spelling the other options take; anything else is an error, not "true"
+    assert options.setup_from("o", {"setting": "oracle"}, {}).verify_published is True
+    assert options.setup_from("o", {"setting": "oracle"}, {"litm_verify_published": "false"}).verify_published is False
+    assert options.setup_from("o", {"setting": "oracle"}, {"litm_verify_published": False}).verify_published is False
+    with pytest.raises(UserError, match=re.escape("""o: litm_verify_published='nope' must be true or false (e.g. """
+                                                  """--metadata '{"litm_verify_published": false}')""")):
+        options.setup_from("o", {"setting": "oracle"}, {"litm_verify_published": "nope"})

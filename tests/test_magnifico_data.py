@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -49,6 +50,19 @@ def test_invalid_settings_are_user_errors():
         Setting("phrase", "direct", "foreign")
     with pytest.raises(UserError, match="position"):
         Setting("single", "description", "plausible", "top")
+
+
+def test_unknown_interpretations_are_user_errors_naming_the_known_ones(data_dir):
+    """A misspelled name, alone or as one side of a pair, is an error that lists the names; it never selects
+    nothing in silence."""
+    from lm_eval_ext.errors import UserError
+    from lm_eval_ext.magnifico.documents import Setting, build_documents
+
+    for selected, wrong in (({"maximum", "averag"}, "averag"), ({"maximum+salary_more_thn"}, "maximum+salary_more_thn")):
+        with pytest.raises(UserError, match=rf"Unknown interpretation\(s\) in --metadata interpretations: "
+                                            rf"{re.escape(wrong)}\. .* the names are .*\bmaximum\b.*a pair is written a\+b"):
+            build_documents(Setting("multi", "direct", "plausible"), selected=selected)
+    assert len(build_documents(Setting("multi", "direct", "plausible"), selected={"maximum+salary_more_than"})) > 0
 
 
 def test_documents_interleave_novel_and_base(data_dir):

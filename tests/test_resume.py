@@ -239,6 +239,24 @@ def test_results_that_cannot_be_written_fail_the_run_and_resume_writes_them(run_
     assert not saved.exists()  # resume removes the answers once the results are written
 
 
+def test_a_run_set_up_in_a_config_file_checks_its_results_and_removes_its_answers(run_cli, data_dir, tmp_path):
+    """`lm-eval-ext run --config FILE` with the output path and the answers folder only in the file: the command
+    reads them as the harness does (the file under the flags), so it removes the run's answers once its results
+    are written, as with flags."""
+    table = tmp_path / "table.json"
+    table.write_text(json.dumps({"entries": [], "default": -3.0}))
+    answers = tmp_path / "answers"
+    config = tmp_path / "run.yaml"
+    config.write_text(json.dumps({"model": "ext-loglik-table", "model_args": {"table": str(table)},
+                                  "tasks": ["lieder_base"], "limit": 4, "output_path": str(tmp_path / "out"),
+                                  "metadata": {"answers_dir": str(answers)}}))  # JSON is YAML
+    proc = run_cli(["lm-eval-ext", "run", "--config", config])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (results,) = _results(tmp_path / "out")
+    assert results["results"]["lieder_base"]["alias"] == "lieder_base"
+    assert answers.is_dir() and not list(answers.iterdir())  # the run's answers were saved there, then removed
+
+
 def test_samples_that_cannot_be_written_fail_the_run_and_resume_writes_them(run_cli, data_dir, tmp_path):
     """A full disk while the harness writes the samples: exit 2, the cut samples file set aside (not left under its
     own name), resume writes results and samples whole."""

@@ -38,15 +38,18 @@ class PreflightError(UserError):
 @dataclass
 class Preflight:
     """What the checks found: failures (paragraphs), notes (facts worth knowing before a long run), what was not
-    checked and why, and whether a requested name is not one of the plugin's tasks (so the run needs the harness's
-    built-in task index)."""
+    checked and why, whether a requested name is not one of the plugin's tasks (so the run needs the harness's
+    built-in task index), and the run's configuration as the harness makes it (``config``: the flags merged over
+    ``--config``'s YAML, :func:`lm_eval_ext.boundary.run_config`; None when the flags are not valid)."""
 
     failures: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     unchecked: list[str] = field(default_factory=list)
     needs_builtin_tasks: bool = False
+    config: object = None
 
     def fail(self, text: str) -> None:
+        """Record a failure: one paragraph saying what, where and what to do."""
         self.failures.append(text)
 
 
@@ -174,7 +177,7 @@ def run_checks(args, *, model_required: bool = True) -> Preflight:
     leaves the model's arguments unchecked when the flags name no model (``check`` of the data and the judge alone;
     a run loads the harness's default model then, and needs them)."""
     report = Preflight()
-    cfg = _harness_config(args, report)
+    cfg = report.config = _harness_config(args, report)
     if cfg is None:
         return report
     named = getattr(args, "model", None) is not None or bool(cfg.model_args)

@@ -73,10 +73,12 @@ def main(argv: list[str]) -> int:
         boundary.index_builtin_tasks(report.needs_builtin_tasks)
     started = time.time()
     boundary.run_harness(argv)
-    saved = answers.run_dir(_metadata(args))
+    # the run's configuration as the harness made it: --config's YAML may set the metadata and the output path
+    config = report.config
+    saved = answers.run_dir(config.metadata or {})
     # in a multi-process run (torchrun, accelerate) only the first process writes the results files
-    writes_results = args.output_path and os.environ.get("RANK", "0") == "0"
-    results = _check_results(Path(args.output_path).expanduser(), started, saved) if writes_results else []
+    writes_results = config.output_path and os.environ.get("RANK", "0") == "0"
+    results = _check_results(Path(config.output_path).expanduser(), started, saved) if writes_results else []
     unjudged = _judge_failures(results)
     if unjudged and saved.is_dir():
         print(f"lm-eval-ext: note: the judge failed on {unjudged} answer(s), so the run's answers are kept in {saved}: "
@@ -85,11 +87,6 @@ def main(argv: list[str]) -> int:
     else:
         shutil.rmtree(saved, ignore_errors=True)
     return 0
-
-
-def _metadata(args) -> dict:
-    metadata = getattr(args, "metadata", None)
-    return metadata if isinstance(metadata, dict) else {}
 
 
 def _check_results(output: Path, started: float, saved: Path) -> list[Path]:

@@ -9,18 +9,25 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..boundary import activate, api_model, parse_run_args
+from ..boundary import activate, api_model, parse_run_args, run_config
 from ..elitr.seed_summary import PAPER_SEEDS, SeedRunError
+
+
+def _config(run_args: list[str]):
+    """The harness's configuration of the run (the flags merged over ``--config``'s YAML)."""
+    try:
+        return run_config(parse_run_args(run_args))
+    except (ValueError, TypeError, FileNotFoundError) as err:
+        raise SeedRunError(f"The run's flags are not valid: {err}. See `lm_eval run --help`.") from None
 
 
 def seed_arguments(run_args: list[str], seed: int, output_path: str) -> list[str]:
     """The ``lm-eval-ext run`` arguments of one seed's run."""
-    args = parse_run_args(run_args)
     extra = ["--seed", str(seed), "--output_path", str(Path(output_path) / f"seed_{seed}")]
     from lm_eval.api.registry import get_model
 
     activate()
-    if api_model(get_model(args.model or "hf")):
+    if api_model(get_model(_config(run_args).model)):
         extra += ["--model_args", f"seed={seed}"]
     return [*run_args, *extra]
 
@@ -29,17 +36,17 @@ def run_seeds(run_args: list[str], seeds=PAPER_SEEDS) -> list[Path]:
     """Run ``lm-eval-ext run RUN_ARGS`` once per seed; the results file of each run."""
     from .run import main as run_main
 
-    args = parse_run_args(run_args)
     if "--seed" in run_args:
         raise SeedRunError("Do not give --seed to `lm-eval-ext elitr seeds`: it sets one per run (--seeds).")
-    if not args.output_path:
-        raise SeedRunError("`lm-eval-ext elitr seeds` needs --output_path DIR among the run flags: each seed's "
-                           "results go to DIR/seed_<seed>.")
+    output_path = _config(run_args).output_path
+    if not output_path:
+        raise SeedRunError("`lm-eval-ext elitr seeds` needs --output_path DIR among the run flags (or output_path in "
+                           "the --config file): each seed's results go to DIR/seed_<seed>.")
     files = []
     for seed in seeds:
-        run_main(seed_arguments(run_args, seed, args.output_path))
-        found = sorted((Path(args.output_path) / f"seed_{seed}").rglob("results_*.json"), key=lambda p: p.stat().st_mtime)
+        run_main(seed_arguments(run_args, seed, output_path))
+        found = sorted((Path(output_path) / f"seed_{seed}").rglob("results_*.json"), key=lambda p: p.stat().st_mtime)
         if not found:
-            raise SeedRunError(f"The run with seed {seed} wrote no results file under {args.output_path}/seed_{seed}.")
+            raise SeedRunError(f"The run with seed {seed} wrote no results file under {output_path}/seed_{seed}.")
         files.append(found[-1])
     return files

@@ -44,6 +44,7 @@ class FirstMessage:
 
     @property
     def transcript(self) -> str:
+        """The transcript's text within the first message."""
         return self.text[self.transcript_start : self.transcript_end]
 
 

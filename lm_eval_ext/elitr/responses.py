@@ -158,5 +158,6 @@ def load_answers(path: str, *, score_field: str = PUBLISHED_SCORE_FIELD, model_n
         name = model_name or Path(path).parent.name or "model"
         answers = parse_samples(text.splitlines(), source, name)
     if not answers:
-        raise ResponsesFormatError(f"{source} holds no answers.")
+        raise ResponsesFormatError(f"{source} holds no answers: give the samples file of an ELITR-Bench run "
+                                   "(--log_samples) or the authors' generated-responses JSON.")
     return answers, source

@@ -35,6 +35,7 @@ class ModelScores:
     metrics: dict[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict:
+        """The counts and the metrics, as printed with ``--json``."""
         return {"n_answers": self.n_answers, "n_scored": self.n_scored, **self.metrics}
 
 

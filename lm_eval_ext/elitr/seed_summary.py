@@ -28,12 +28,14 @@ def results_files(paths: list[str]) -> list[Path]:
         if path.is_dir():
             found = sorted(path.rglob("results_*.json"), key=lambda p: p.stat().st_mtime)
             if not found:
-                raise SeedRunError(f"No results_*.json file under {path}.")
+                raise SeedRunError(f"No results_*.json file under {path}: give the --output_path folder of a seed's "
+                                   "run (or its results file).")
             files.append(found[-1])
         elif path.is_file():
             files.append(path)
         else:
-            raise SeedRunError(f"{path} is neither a results file nor a directory.")
+            raise SeedRunError(f"{path} is neither a results file nor a directory: check the path (a seed's "
+                               "results_*.json, or the --output_path folder of its run).")
     return files
 
 

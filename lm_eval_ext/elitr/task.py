@@ -25,7 +25,7 @@ import datasets
 from lm_eval.api.metrics import mean
 
 from ..conversation import OVERFLOW_POLICIES, Turn, render, turn_messages
-from ..errors import UserError, metadata_arg
+from ..errors import UserError, metadata_arg, truth_value
 from ..judge.harness import GENERATION_KEY, JudgedTask, judge_output, judge_result
 from ..prompt_length import (LengthCheckError, PromptTooLongError, resolve_budget,
                              shorten_middle)
@@ -36,7 +36,6 @@ from .prompts import answer_template, format_question, user_messages
 log = logging.getLogger(__name__)
 
 MODES = ("st", "mt")
-_TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off"}
 FIX = ("Use a model with a longer context (or give its real length with max_length=N in --model_args), lower "
        f"max_gen_toks (--gen_kwargs max_gen_toks=N), or pass {metadata_arg(overflow='truncate')} to cut the middle of "
        "the transcript of the prompts that do not fit (they are counted in `prompts_truncated`).")
@@ -58,11 +57,8 @@ def load_dataset(question_set: str, split: str, language: str, mode: str, elitr_
 
 
 def _flag(value, name: str) -> bool:
-    if isinstance(value, bool):
-        return value
-    text = str(value).strip().lower()
-    if text in _TRUE | _FALSE:
-        return text in _TRUE
+    if (truth := truth_value(value)) is not None:
+        return truth
     raise ElitrOptionError(f"ELITR-Bench option {name}={value!r} must be true or false.")
 
 

@@ -30,7 +30,7 @@ class Benchmark:
     datasets: tuple[str, ...]
     prefix: str  # of its task (and sub-group) names
     group: str  # its main group
-    headline: Callable[[str, dict[str, float]], list[str]]
+    headline: Callable[[dict[str, float]], list[str]]  # the metrics, in table order, of those given
     files: Callable[[dict], list[DataFile]]
 
     def owns(self, task: str) -> bool:
@@ -46,7 +46,7 @@ def _metadata(config: dict) -> dict:
     return config.get("metadata") or {}
 
 
-def _lieder_headline(task: str, metrics: dict[str, float]) -> list[str]:
+def _lieder_headline(metrics: dict[str, float]) -> list[str]:
     names = ["acc", *(f"acc_{p}" for p in PROPERTIES), "acc_rel", *(f"acc_rel_{p}" for p in PROPERTIES)]
     return [name for name in names if name in metrics]
 
@@ -58,7 +58,7 @@ def _lieder_files(config: dict) -> list[DataFile]:
     return [DataFile("lieder", f"stimuli/{stimulus_set}/{stimulus_set}_stimuli.jsonl")] if stimulus_set else []
 
 
-def _litm_headline(task: str, metrics: dict[str, float]) -> list[str]:
+def _litm_headline(metrics: dict[str, float]) -> list[str]:
     positions = sorted((name for name in metrics if name.startswith("acc_pos_")), key=lambda n: int(n.rsplit("_", 1)[1]))
     fixed = ("acc", "acc_gap", "acc_middle_drop", "prompts_skipped", "prompts_truncated")
     return [name for name in fixed if name in metrics] + positions
@@ -79,7 +79,7 @@ def _litm_files(config: dict) -> list[DataFile]:
     return [DataFile("lost_in_the_middle", "qa_data/nq-open-oracle.jsonl.gz")] if setting in ("oracle", "closedbook") else []
 
 
-def _magnifico_headline(task: str, metrics: dict[str, float]) -> list[str]:
+def _magnifico_headline(metrics: dict[str, float]) -> list[str]:
     names = ("rel_perf", "ex", "ex_base", "em", "interp_left_out", "rel_perf_basic", "rel_perf_subquery", "rel_perf_value",
              "rel_perf_column")
     return [name for name in names if name in metrics]
@@ -90,7 +90,7 @@ def _magnifico_files(config: dict) -> list[DataFile]:
     return []
 
 
-def _elitr_headline(task: str, metrics: dict[str, float]) -> list[str]:
+def _elitr_headline(metrics: dict[str, float]) -> list[str]:
     names = ("score", "score_who", "score_what", "score_when", "score_howmany", "score_begin", "score_middle", "score_end",
              "score_several", "score_diff", "middle_pvalue", "judge_failures", "prompts_truncated")
     return [name for name in names if name in metrics]

@@ -122,7 +122,7 @@ def _seeds_entry(model: Model, benchmark, tasks: dict[str, dict], read: list[Run
             continue
         read += by_seed.values()
         summary = summarize([run.path for run in by_seed.values()]).get(task, {})
-        for name in benchmark.headline(task, metrics):
+        for name in benchmark.headline(metrics):
             if name in summary and summary[name]["n"] >= 2:
                 entry[f"{task}/{name}"] = {"mean": summary[name]["mean"], "sd": summary[name].get("std"),
                                            "n": summary[name]["n"], "seeds": list(by_seed)}
@@ -199,7 +199,7 @@ def leaderboard_record(model: Model, exported_at: str, *, allow_partial: bool = 
             benchmarks[benchmark.key] = {
                 "title": benchmark.title,
                 "headline": {f"{task}/{name}": metrics[name]
-                             for task, metrics in sorted(mine.items()) for name in benchmark.headline(task, metrics)},
+                             for task, metrics in sorted(mine.items()) for name in benchmark.headline(metrics)},
             }
             seeds = _seeds_entry(model, benchmark, mine, seed_runs)
             if seeds:

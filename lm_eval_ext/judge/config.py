@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..errors import metadata_arg
+from ..errors import metadata_arg, truth_value
 from .definitions import JUDGES
 from .errors import JudgeConfigError
 
@@ -36,8 +36,6 @@ METADATA_PREFIX = "judge"
 # seed; used when no run seed is known (score-only mode, judge validation).
 DEFAULT_SEED = 2023
 
-_TRUE = {"1", "true", "yes", "on"}
-_FALSE = {"0", "false", "no", "off"}
 _NONE = {"", "none", "null"}
 
 
@@ -204,8 +202,8 @@ def _coerce(option: dataclasses.Field, value: Any, source: str) -> Any:
         if optional and text.lower() in _NONE:
             return None
         if kind is bool:
-            if text.lower() in _TRUE | _FALSE:
-                return text.lower() in _TRUE
+            if (truth := truth_value(text)) is not None:
+                return truth
             raise JudgeConfigError(f"The {where} must be true or false, not {value!r}.")
         try:
             return kind(text)

@@ -42,10 +42,12 @@ class JudgeResult:
 
     @property
     def scored(self) -> bool:
+        """The judge gave the item a valid score."""
         return self.status == SCORED
 
     @property
     def failed(self) -> bool:
+        """The judge could not score the item (a judge failure)."""
         return self.status == FAILED
 
     def to_dict(self) -> dict:
@@ -96,7 +98,7 @@ class JudgeRecord:
 
     @classmethod
     def from_dict(cls, data: dict) -> JudgeRecord:
-        """Read a record written by :meth:`to_dict` (by this or an earlier version: fields it lacks are None).
+        """Read a record written by :meth:`to_dict` (fields it lacks are None).
 
         Raises :class:`JudgeRecordError` when ``data`` is not a mapping or lacks ``model`` or
         ``template_sha256`` as text.

@@ -55,6 +55,7 @@ class JudgeStats:
     usage: dict = field(default_factory=dict)  # tokens and dollars (lm_eval_ext.judge.usage.summarize)
 
     def to_dict(self) -> dict:
+        """The statistics as recorded with the results (the optional ones only when set)."""
         data = {
             "items": self.items, "unique_prompts": self.unique_prompts, "from_cache": self.from_cache,
             "calls": self.calls, "reasks": self.reasks, "retries": dict(self.retries), "scored": self.scored,

@@ -37,6 +37,7 @@ class JudgeSetup:
 
     @property
     def template_sha256(self) -> str:
+        """The sha256 of the template's text: which template judged, in the judge's record."""
         return hashlib.sha256(self.template_text.encode("utf-8")).hexdigest()
 
     def messages(self, question: str, response: str, reference: str) -> list[dict[str, str]]:

@@ -43,11 +43,6 @@ class Entry:
         return self.citation if self.record is None else f"record, exported {self.record['exported_at'][:10]}"
 
     @property
-    def standing(self) -> str | None:
-        """A record's ``community`` or ``verified`` (``provenance.status``); None for a published model."""
-        return None if self.record is None else self.record["provenance"]["status"]
-
-    @property
     def comparable(self) -> bool:
         """A published model, or a record whose numbers stand beside the papers' (:func:`.validate.not_comparable`)."""
         return not self.not_comparable

@@ -297,7 +297,7 @@ def benchmark_data(benchmark: Benchmark, entries: list[Entry]) -> dict:
         for version in versions:
             rows_of = [e for e in mine if e.versions.get(task) == version and any(k.startswith(f"{task}/") for k in e.values)]
             names = {k.split("/", 1)[1]: None for e in rows_of for k in e.values if k.startswith(f"{task}/")}
-            metrics = benchmark.headline(task, names)
+            metrics = benchmark.headline(names)
             if not metrics:
                 continue
             shown = [e for e in rows_of if any(f"{task}/{m}" in e.values for m in metrics)]

@@ -43,7 +43,7 @@ def _side(code: str) -> tuple[str, str]:
     return context, KIND_NAMES[kind]
 
 
-# Experiments 1 and 2 (lieder.md, "Comparisons"); the tags name the property whose
+# Experiments 1 and 2 (docs/lieder.md); the tags name the property whose
 # violation makes the right-hand item infelicitous.
 INFORMATIVE = (
     Comparison("pos_neg_s>pos_pos_s", ("uniqueness", "novelty")),

@@ -53,6 +53,9 @@ def parse_row(record: dict) -> dict:
         )
     item, noun, first, second, continuation_kind = parts
     family = FAMILY_OF.get(first if first != "two" else second)
+    if family is None:
+        raise StimulusError(f"stimulus id {record['id']!r}: at most one of its two clause words may be 'two' (the "
+                            "other names the clause family)")
     context, continuation = split_sentence(record["sent"])
     return {
         "id": record["id"],

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..errors import UserError, metadata_arg
+from ..errors import UserError, metadata_arg, truth_value
 
 SETTINGS = ("qa", "oracle", "closedbook", "kv")
 TOO_LONG_POLICIES = ("skip", "truncate")
@@ -91,6 +91,13 @@ def _int_option(metadata: dict, key: str, default: int | None, task: str, minimu
     return value
 
 
+def _flag_option(metadata: dict, key: str, default: bool, task: str) -> bool:
+    value = metadata.get(key, default)
+    if (truth := truth_value(value)) is None:
+        raise OptionError(f"{task}: {key}={value!r} must be true or false (e.g. {metadata_arg(**{key: False})}).")
+    return truth
+
+
 def setup_from(task: str, dataset_kwargs: dict, metadata: dict) -> LitmSetup:
     """Validate the task's YAML settings and the run's ``litm_*`` metadata into a LitmSetup."""
     setting = dataset_kwargs.get("setting")
@@ -127,5 +134,5 @@ def setup_from(task: str, dataset_kwargs: dict, metadata: dict) -> LitmSetup:
         kv_file=metadata.get("litm_kv_file"),
         kv_examples=_int_option(metadata, "litm_kv_examples", 500, task, 1),
         kv_seed=_int_option(metadata, "litm_kv_seed", 0, task, 0),
-        verify_published=bool(metadata.get("litm_verify_published", True)),
+        verify_published=_flag_option(metadata, "litm_verify_published", True, task),
     )

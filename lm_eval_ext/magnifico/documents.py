@@ -179,9 +179,11 @@ def build_documents(setting: Setting, selected: set[str] | None = None, form_wor
     """
     if selected is not None:
         known = set(scope_interpretations(setting.scope)) | {i.name for i in interp.of_kind("single_word")}
-        unknown = {s for s in selected if "+" not in s and s not in known}
+        unknown = {s for s in selected if s not in known and any(part not in known for part in s.split("+"))}
         if unknown:
-            raise SettingError(f"Unknown interpretation(s) in --metadata interpretations: {', '.join(sorted(unknown))}.")
+            raise SettingError(f"Unknown interpretation(s) in --metadata interpretations: {', '.join(sorted(unknown))}. "
+                               f"The option applies to every MAGNIFICo task of the run; the names are "
+                               f"{', '.join(sorted(known))}, and a pair is written a+b.")
     base_setting = setting.base()
     main_role = NOVEL if base_setting else BASE
     main = _docs_by_key(setting, main_role, selected, form_word)

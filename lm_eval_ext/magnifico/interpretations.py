@@ -14,7 +14,6 @@ from .facts import INTERPRETATIONS
 # paper form name -> folder name in magnifico_data/<interpretation>/
 FORM_DIRS = {"base": "baseline", "plausible": "plausible", "foreign": "nonsense", "adversarial": "adversarial",
              "concept": "concept"}
-NOVEL_FORMS = ("plausible", "foreign", "adversarial")
 CATEGORIES = ("basic", "subquery", "value", "column")
 PLACEHOLDER = "concept_word"
 

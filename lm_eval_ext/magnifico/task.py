@@ -119,7 +119,9 @@ class MagnificoTask(ExtTask):
             raise UserError(f"Task {self.config.task}: no item left to score ({len(docs)} items, "
                             f"{excluded['db_missing']} with a missing database, "
                             f"{excluded['gold_error']} whose gold query fails, {excluded['gold_budget']} whose gold "
-                            "query does not finish within its budget).")
+                            "query does not finish within its budget). Missing databases: set LM_EVAL_EXT_SPIDER_DIR "
+                            "to the database/ folder of Spider 1.0 (docs/data.md); gold queries over their budget: "
+                            "raise --metadata budget.")
         self.record_run_info(excluded={**excluded, "items": len(docs), "missing_databases": dict(sorted(missing.items()))})
         self.dataset = datasets.DatasetDict({"test": datasets.Dataset.from_list(kept)})
 

@@ -95,11 +95,6 @@ def family_mean(samples: list[dict] | None, metric: str, families: tuple[str, ..
     return sum(values) / len(values) if values else None
 
 
-def on_human_families(samples: list[dict] | None, human: HumanBaseline) -> dict[str, float | None]:
-    """The model's ``acc`` and ``acc_<property>`` on the human baseline's families (from a lieder_base sample log)."""
-    return {scope_metric(scope): family_mean(samples, scope_metric(scope), human.families) for scope in SCOPES}
-
-
 @dataclass(frozen=True)
 class NoveltyTest:
     """One base vs diff test: a metric (``acc`` or ``acc_rel``) over one scope of pos_pos comparisons."""

@@ -148,7 +148,7 @@ class Run:
     def model_source(self) -> str:
         """The harness model type (``hf``, ``vllm``, ``local-chat-completions``, ...).
 
-        In results of earlier versions' multi-turn wrapper (:data:`_INNER`), the type is the inner model's; in a
+        In results files of the ``ext-multiturn`` model (:data:`_INNER`), the type is the inner model's; in a
         resumed run's (:attr:`resumed_from`), the replayed model's, which its ``config`` records.
         """
         if self.resumed_from:

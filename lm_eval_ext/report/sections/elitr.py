@@ -64,11 +64,13 @@ class Setting(TaskRun):
 
     @property
     def name(self) -> str:
+        """The setting as the report names it (e.g. "QA single-turn", "Conv multi-turn (cs)")."""
         mode = "single-turn" if self.mode == "st" else "multi-turn"
         return f"{self.set.upper() if self.set == 'qa' else self.set.capitalize()} {mode}{'' if self.language == 'en' else f' ({self.language})'}"
 
     @property
     def judge(self) -> JudgeRecord | None:
+        """The judge record of the setting's task in its run, if any."""
         return self.run.judge_record(self.task)
 
     @property
@@ -117,7 +119,7 @@ def build(models: list[Model], published: Published | None = None) -> Section | 
     if any(_score(s) is not None for s in settings):
         section.blocks.append(_settings_figure(shown, settings, published))
     if any(s.metrics.get(f"score_{n}") is not None for s in settings for n in (*TYPES, *POSITIONS)):
-        section.blocks.append(_breakdown_figure(shown, settings))
+        section.blocks.append(_breakdown_figure(settings))
     section.blocks.append(_scores_table(settings, published))
     seeds = _seeds_table(settings)
     if seeds.rows:
@@ -226,7 +228,7 @@ def _settings_figure(models: list[Model], settings: list[Setting], published: Pu
     return Figure("elitr_settings", "ELITR-Bench: judge score per setting", caption, fig)
 
 
-def _breakdown_figure(models: list[Model], settings: list[Setting]) -> Figure:
+def _breakdown_figure(settings: list[Setting]) -> Figure:
     fig = new_figure(11.0, 4.0)
     axes = fig.subplots(1, 2, sharey=True)
     width = 0.8 / max(len(settings), 1)

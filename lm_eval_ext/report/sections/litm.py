@@ -68,6 +68,7 @@ class Setting(TaskRun):
 
     @property
     def label(self) -> str:
+        """The setting as figures and tables name it (size, variant, data source)."""
         size = f"{self.k} {'pairs' if self.setting == 'kv' else 'docs'}" if self.setting in ("qa", "kv") else self.setting
         source = "user file" if self.user_file else "generated" if self.generated else None
         extra = [v for v in (self.variant if self.variant != "plain" else None, source) if v]
