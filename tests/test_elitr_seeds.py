@@ -44,7 +44,7 @@ def test_api_models_get_the_seed_in_their_arguments(tmp_path):
     assert seed_arguments(hf, 2023, "out")[len(hf):] == ["--seed", "2023", "--output_path", "out/seed_2023"]
     # the model named only in the --config file, as the harness reads it
     config = tmp_path / "run.yaml"
-    config.write_text("model: local-chat-completions\nmodel_args: base_url=http://h/v1/chat/completions,model=m\n")
+    config.write_text("model: local-chat-completions\nmodel_args: {base_url: 'http://h/v1/chat/completions', model: m}\n")
     assert seed_arguments(["--config", str(config)], 2025, "out")[2:] == ["--seed", "2025", "--output_path",
                                                                          "out/seed_2025", "--model_args", "seed=2025"]
 
