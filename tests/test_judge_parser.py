@@ -185,6 +185,11 @@ def test_config_coercion_and_errors():
         resolve_config(explicit={"base_url": "localhost:8000"}, environ={})
     with pytest.raises(JudgeConfigError, match="at least 1"):
         resolve_config(explicit={"concurrency": 0}, environ={})
+    # a value of the wrong JSON type (--metadata is JSON) says what to give, with an example
+    with pytest.raises(JudgeConfigError, match=re.escape(
+            """The judge option 'dry_run' (from --metadata judge_dry_run) must be true or false, not 3; e.g. """
+            """--metadata '{"judge_dry_run": true}'.""")):
+        resolve_config(metadata={"judge_dry_run": 3}, environ={})
 
 
 def test_base_url_host_drops_credentials_and_query():

@@ -94,3 +94,21 @@ def test_a_stimulus_id_names_its_clauses_and_family(stimulus_id, message):
     else:
         with pytest.raises(StimulusError, match=re.escape(message)):
             parse_row(record)
+
+
+def test_a_stimuli_file_missing_a_row_the_comparisons_need_is_refused_when_loaded(data_dir, tmp_path):
+    """Scoring compares every row of a group: a group without one is an error when the task loads its documents,
+    before anything is asked of the model, naming the file, the group and the row."""
+    from lm_eval_ext.lieder.stimuli import StimulusError, parse_row
+    from lm_eval_ext.lieder.task import load_stimuli
+
+    lines = (data_dir / "lieder/stimuli/base/base_stimuli.jsonl").read_text().splitlines()
+    first = [line for line in lines if parse_row(json.loads(line))["group"] == "1_dog_affirmative_negation"]
+    dropped = json.loads(first[0])["id"]
+    stimuli = tmp_path / "stimuli.jsonl"
+    stimuli.write_text("\n".join(first[1:]) + "\n")
+    with pytest.raises(StimulusError, match=re.escape(f"{stimuli}: group 1_dog_affirmative_negation has no row for "
+                                                      "pos_neg sg (context type, continuation)")):
+        load_stimuli("base", stimuli_file=str(stimuli))
+    stimuli.write_text("\n".join(first) + "\n")
+    assert dropped == "1_dog_affirmative_negation_sref" and len(load_stimuli("base", stimuli_file=str(stimuli))["test"]) == 1

@@ -194,6 +194,9 @@ def how_to_set(option: str, value: str = "...") -> str:
     return metadata_arg(**{metadata_name(option): {"true": True, "false": False}.get(value, value)})
 
 
+_EXAMPLE = {bool: True, int: 4, float: 30.0, str: "NAME"}  # a value of each kind, for the advice
+
+
 def _coerce(option: dataclasses.Field, value: Any, source: str) -> Any:
     kind, optional = option.metadata["kind"], option.metadata["optional"]
     where = f"judge option {option.name!r} (from {source})"
@@ -220,7 +223,9 @@ def _coerce(option: dataclasses.Field, value: Any, source: str) -> Any:
         return value
     if kind is str and value is not None and not isinstance(value, (dict, list)):
         return str(value)
-    raise JudgeConfigError(f"The {where} has the wrong type: {value!r}.")
+    wanted = {bool: "true or false", int: "an integer", float: "a number", str: "a text"}[kind]
+    raise JudgeConfigError(f"The {where} must be {wanted}{' or null' if optional else ''}, not {value!r}; e.g. "
+                           f"{metadata_arg(**{metadata_name(option.name): _EXAMPLE[kind]})}.")
 
 
 def removed_option(name: str, given_as: str, source: str) -> JudgeConfigError:

@@ -76,16 +76,20 @@ def score_group(doc: dict, logprobs: list[float], stimulus_set: str) -> dict[str
     return metrics
 
 
+def required_items(stimulus_set: str, relative: bool) -> set[tuple[str, str]]:
+    """The (context type, continuation kind) rows a group needs for every comparison of ``stimulus_set``; with
+    ``relative``, also each context's non-referring row (``acc_rel``)."""
+    items = {side for c in comparisons_for(stimulus_set) for side in (c.left, c.right)}
+    return items | {(context, "nonref") for context, _ in items} if relative else items
+
+
 def metric_names(stimulus_set: str, relative: bool) -> list[str]:
     """The metrics every document of a task over ``stimulus_set`` reports (its YAML ``metric_list``).
 
     Derived by scoring a placeholder group, so the list can never drift from ``score_group``;
     the per-family metrics (:func:`family_metric_names`) are left out.
     """
-    comparisons = comparisons_for(stimulus_set)
-    items = {side for c in comparisons for side in (c.left, c.right)}
-    if relative:
-        items |= {(context, "nonref") for context, _ in items}
+    items = required_items(stimulus_set, relative)
     placeholder = {"family": "", "rows": [{"context_type": c, "kind": k} for c, k in sorted(items)]}
     return [name for name in score_group(placeholder, [0.0] * len(items), stimulus_set) if "_family_" not in name]
 

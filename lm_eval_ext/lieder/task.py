@@ -15,9 +15,9 @@ from lm_eval.api.metrics import mean
 from ..errors import UserError
 from ..task_base import ExtTask
 from .comparisons import STIMULUS_SETS
-from .scoring import family_metric_names, score_group
+from .scoring import family_metric_names, required_items, score_group
 from .server_check import check_arguments, check_logprobs, server_url
-from .stimuli import read_groups
+from .stimuli import StimulusError, read_groups
 
 
 def load_stimuli(stimulus_set: str, stimuli_file: str | None = None, **_metadata) -> dict[str, datasets.Dataset]:
@@ -31,7 +31,17 @@ def load_stimuli(stimulus_set: str, stimuli_file: str | None = None, **_metadata
     if stimulus_set not in STIMULUS_SETS:
         raise UserError(f"Unknown LIEDER stimulus set {stimulus_set!r}; use one of {', '.join(STIMULUS_SETS)}.")
     path = resolve_file("lieder", f"stimuli/{stimulus_set}/{stimulus_set}_stimuli.jsonl", explicit=stimuli_file)
-    return {"test": datasets.Dataset.from_list(read_groups(path))}
+    groups = read_groups(path)
+    for group in groups:  # checked before anything is asked of the model: scoring needs every row
+        rows = {(row["context_type"], row["kind"]) for row in group["rows"]}
+        missing = required_items(stimulus_set, any(kind == "nonref" for _, kind in rows)) - rows
+        if missing:
+            raise StimulusError(
+                f"{path}: group {group['group']} has no row for {', '.join(f'{c} {k}' for c, k in sorted(missing))} "
+                f"(context type, continuation), which the comparisons of the {stimulus_set} set need. Give every "
+                "group a row for each context type and continuation the set compares (the published file shows "
+                "them), or run the task of the set the file was made for.")
+    return {"test": datasets.Dataset.from_list(groups)}
 
 
 class LiederTask(ExtTask):
