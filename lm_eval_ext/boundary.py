@@ -666,6 +666,10 @@ def missing_internals() -> list[str]:
     need("lm_eval.tasks._index: TaskIndex.build(paths) and entries with .kind, .cfg, .tags",
          lambda: {"kind", "cfg", "tags"} <= set(module("lm_eval.tasks._index").Entry.__dataclass_fields__)
          and "paths" in inspect.signature(module("lm_eval.tasks._index").TaskIndex.build).parameters)
+    need("lm_eval.tasks.manager.TaskManager.__init__ building its index with the manager module's TaskIndex (the "
+         "name the plugin's tasks are added through), where the harness does not discover plugin tasks itself",
+         lambda: harness_discovers(TASKS_GROUP) or "TaskIndex" in _code_names(module("lm_eval.tasks.manager")
+                                                                                .TaskManager.__init__))
     need("lm_eval.tasks._index.Kind.GROUP / TAG",
          lambda: {"GROUP", "TAG"} <= set(module("lm_eval.tasks._index").Kind.__members__))
     need("lm_eval._cli.harness.HarnessCLI()._parser with a 'run' command",
@@ -688,6 +692,11 @@ def missing_internals() -> list[str]:
          lambda: "OUTPUT_TYPE" in _code_names(evaluate))
     need("lm_eval.api.task.Task.instances returning self._instances (task_base.py moves scored documents)",
          _instances_property_reads_the_list)
+    need("lm_eval.api.task.ConfigurableTask.fewshot_context(doc, num_fewshot, system_instruction, apply_chat_template, "
+         "fewshot_as_multiturn, chat_template, gen_prefix), the parameters MAGNIFICo's and ELITR-Bench's tasks take",
+         lambda: list(inspect.signature(module("lm_eval.api.task").ConfigurableTask.fewshot_context).parameters)[1:]
+         == ["doc", "num_fewshot", "system_instruction", "apply_chat_template", "fewshot_as_multiturn",
+             "chat_template", "gen_prefix"])
     need("lm_eval.api.task.Task.build_all_requests(rank, world_size, apply_chat_template, chat_template, "
          "tokenizer_name, system_instruction), the keywords task_base.py reads of the evaluator's call",
          lambda: {"rank", "world_size", "apply_chat_template", "chat_template", "tokenizer_name", "system_instruction"}

@@ -184,6 +184,36 @@ def test_the_guard_names_each_internal_the_commands_use_when_it_is_gone(monkeypa
     assert len(missing) == 1 and internal in missing[0], missing
 
 
+def _build_all_requests(self, *, limit=None, rank=0, world_size=1):  # fewer keywords than the evaluator passes
+    raise AssertionError("not called")
+
+
+def _fewshot_context(self, doc, num_fewshot, system_instruction=None):  # fewer parameters than the tasks take
+    raise AssertionError("not called")
+
+
+def _task_manager_init(self, verbosity=None, include_path=None, include_defaults=True, metadata=None):
+    raise AssertionError("not called")  # builds no index with the module's TaskIndex
+
+
+@pytest.mark.parametrize("owner, name, replacement, named", [
+    ("lm_eval.api.task:Task", "build_all_requests", _build_all_requests, "Task.build_all_requests(rank, world_size"),
+    ("lm_eval.api.task:ConfigurableTask", "fewshot_context", _fewshot_context, "ConfigurableTask.fewshot_context("),
+    ("lm_eval.tasks.manager:TaskManager", "__init__", _task_manager_init, "with the manager module's TaskIndex"),
+])
+def test_the_guard_names_each_method_the_tasks_rely_on_when_it_changes(monkeypatch, owner, name, replacement, named):
+    import importlib
+
+    from lm_eval_ext import boundary
+
+    if name == "__init__" and boundary.harness_discovers(boundary.TASKS_GROUP):
+        pytest.skip("this harness discovers plugin tasks itself: the plugin does not add them through TaskIndex")
+    module, cls = owner.split(":")
+    monkeypatch.setattr(getattr(importlib.import_module(module), cls), name, replacement)
+    missing = boundary.missing_internals()
+    assert len(missing) == 1 and named in missing[0], missing
+
+
 def test_the_commands_read_the_run_and_its_model_as_this_harness_does():
     from lm_eval.api.registry import get_model
 
