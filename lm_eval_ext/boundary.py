@@ -320,6 +320,7 @@ def stored_prompt(prompt) -> dict | None:
 
 def restored_prompt(stored: dict):
     """The prompt :func:`stored_prompt` stored, of the kind the model returned."""
+    # JsonChatStr(prompt) as the harness's chat API models make it (stored_prompt). Checked on CHECKED_ON.
     if "json_chat" in stored:
         return importlib.import_module(API_MODELS).JsonChatStr(stored["json_chat"])
     return stored["text"] if "text" in stored else stored["messages"]
@@ -591,6 +592,13 @@ def _api_models_take_seed() -> bool:
     return "seed" in inspect.signature(_template_api().__init__).parameters
 
 
+def _json_chat_str_holds_its_prompt() -> bool:
+    # As TemplateAPI: a process that loaded an API model relies on JsonChatStr (stored_prompt, restored_prompt).
+    if API_MODELS not in sys.modules:
+        return importlib.util.find_spec(API_MODELS) is not None
+    return sys.modules[API_MODELS].JsonChatStr("[]").prompt == "[]"
+
+
 def _feature_checks(found: HarnessFeatures) -> list[tuple[str, Callable[[], bool]]]:
     """(internal, check) for the way ``found`` says this harness does each thing (section 4)."""
     from lm_eval.api.task import ConfigurableTask
@@ -680,6 +688,7 @@ def missing_internals() -> list[str]:
          _run_config_holds_the_flags)
     need("lm_eval.__main__.cli_evaluate(), the function of the `lm_eval` command", _harness_command_is_lm_eval)
     need(f"{API_MODELS}.TemplateAPI taking seed=, the base class of the harness's API models", _api_models_take_seed)
+    need(f"{API_MODELS}.JsonChatStr(prompt), the chat API models' prompt", _json_chat_str_holds_its_prompt)
     need("lm_eval.api.registry.model_registry.register(name, target='module:Class')",
          lambda: "target" in inspect.signature(module("lm_eval.api.registry").model_registry.register).parameters)
     need("lm_eval.api.model.hash_args and CacheHook.dbdict (the response cache)",

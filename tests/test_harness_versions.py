@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -212,6 +213,17 @@ def test_the_guard_names_each_method_the_tasks_rely_on_when_it_changes(monkeypat
     monkeypatch.setattr(getattr(importlib.import_module(module), cls), name, replacement)
     missing = boundary.missing_internals()
     assert len(missing) == 1 and named in missing[0], missing
+
+
+def test_the_guard_names_json_chat_str_when_it_holds_no_prompt(monkeypatch):
+    from lm_eval.api.registry import get_model
+
+    from lm_eval_ext import boundary
+
+    get_model("local-chat-completions")  # an API model loaded: the guard looks inside its module only then
+    monkeypatch.setattr(sys.modules[boundary.API_MODELS], "JsonChatStr", str)
+    missing = boundary.missing_internals()
+    assert len(missing) == 1 and "JsonChatStr(prompt)" in missing[0], missing
 
 
 def test_the_commands_read_the_run_and_its_model_as_this_harness_does():
