@@ -584,19 +584,15 @@ def _harness_command_is_lm_eval() -> bool:
     return scripts.get("lm_eval") == f"{command.__module__}:{command.__name__}"
 
 
-def _api_models_take_seed() -> bool:
-    # Only a process that loaded an API model relies on TemplateAPI (api_model): elsewhere, that its module is there.
-    # Importing it would cost every run a tenth of a second, and fails without the harness's `api` extra.
-    if API_MODELS not in sys.modules:
-        return importlib.util.find_spec(API_MODELS) is not None
-    return "seed" in inspect.signature(_template_api().__init__).parameters
-
-
-def _json_chat_str_holds_its_prompt() -> bool:
-    # As TemplateAPI: a process that loaded an API model relies on JsonChatStr (stored_prompt, restored_prompt).
-    if API_MODELS not in sys.modules:
-        return importlib.util.find_spec(API_MODELS) is not None
-    return sys.modules[API_MODELS].JsonChatStr("[]").prompt == "[]"
+def _api_models_hold(check: Callable[[object], bool]) -> Callable[[], bool]:
+    """``check`` of the API models' module where it is loaded. Only a process that loaded an API model relies on it
+    (TemplateAPI for api_model, JsonChatStr for stored_prompt): elsewhere, that the module is there. Importing it
+    would cost every run a tenth of a second, and fails without the harness's `api` extra."""
+    def holds() -> bool:
+        if API_MODELS not in sys.modules:
+            return importlib.util.find_spec(API_MODELS) is not None
+        return check(sys.modules[API_MODELS])
+    return holds
 
 
 def _feature_checks(found: HarnessFeatures) -> list[tuple[str, Callable[[], bool]]]:
@@ -687,8 +683,10 @@ def missing_internals() -> list[str]:
     need("lm_eval.config.evaluate_config.EvaluatorConfig.from_cli(the namespace of `lm_eval run`'s flags)",
          _run_config_holds_the_flags)
     need("lm_eval.__main__.cli_evaluate(), the function of the `lm_eval` command", _harness_command_is_lm_eval)
-    need(f"{API_MODELS}.TemplateAPI taking seed=, the base class of the harness's API models", _api_models_take_seed)
-    need(f"{API_MODELS}.JsonChatStr(prompt), the chat API models' prompt", _json_chat_str_holds_its_prompt)
+    need(f"{API_MODELS}.TemplateAPI taking seed=, the base class of the harness's API models",
+         _api_models_hold(lambda _: "seed" in inspect.signature(_template_api().__init__).parameters))
+    need(f"{API_MODELS}.JsonChatStr(prompt), the chat API models' prompt",
+         _api_models_hold(lambda api: api.JsonChatStr("[]").prompt == "[]"))
     need("lm_eval.api.registry.model_registry.register(name, target='module:Class')",
          lambda: "target" in inspect.signature(module("lm_eval.api.registry").model_registry.register).parameters)
     need("lm_eval.api.model.hash_args and CacheHook.dbdict (the response cache)",

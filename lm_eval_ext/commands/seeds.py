@@ -21,13 +21,13 @@ def _config(run_args: list[str]):
         raise SeedRunError(f"The run's flags are not valid: {err}. See `lm_eval run --help`.") from None
 
 
-def seed_arguments(run_args: list[str], seed: int, output_path: str) -> list[str]:
-    """The ``lm-eval-ext run`` arguments of one seed's run."""
+def seed_arguments(run_args: list[str], seed: int, output_path: str, config=None) -> list[str]:
+    """The ``lm-eval-ext run`` arguments of one seed's run (``config``: the run's configuration, if already made)."""
     extra = ["--seed", str(seed), "--output_path", str(Path(output_path) / f"seed_{seed}")]
     from lm_eval.api.registry import get_model
 
     activate()
-    if api_model(get_model(_config(run_args).model)):
+    if api_model(get_model((config or _config(run_args)).model)):
         extra += ["--model_args", f"seed={seed}"]
     return [*run_args, *extra]
 
@@ -38,13 +38,14 @@ def run_seeds(run_args: list[str], seeds=PAPER_SEEDS) -> list[Path]:
 
     if "--seed" in run_args:
         raise SeedRunError("Do not give --seed to `lm-eval-ext elitr seeds`: it sets one per run (--seeds).")
-    output_path = _config(run_args).output_path
+    config = _config(run_args)  # made once: with --config the harness prints it each time
+    output_path = config.output_path
     if not output_path:
         raise SeedRunError("`lm-eval-ext elitr seeds` needs --output_path DIR among the run flags (or output_path in "
                            "the --config file): each seed's results go to DIR/seed_<seed>.")
     files = []
     for seed in seeds:
-        run_main(seed_arguments(run_args, seed, output_path))
+        run_main(seed_arguments(run_args, seed, output_path, config))
         found = sorted((Path(output_path) / f"seed_{seed}").rglob("results_*.json"), key=lambda p: p.stat().st_mtime)
         if not found:
             raise SeedRunError(f"The run with seed {seed} wrote no results file under {output_path}/seed_{seed}.")
