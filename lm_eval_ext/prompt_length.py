@@ -73,6 +73,8 @@ from .errors import UserError, metadata_arg
 
 log = logging.getLogger(__name__)
 
+# The harness adapters' defaults, which a run that sets none gets (tests/test_harness_versions.py checks them on
+# each supported version):
 DEFAULT_MAX_GEN_TOKS = 256  # what the hf and API adapters generate when a request sets no max_gen_toks
 DEFAULT_MAX_LENGTH = 2048  # the hf adapter's fallback when a model config names no length
 API_DEFAULT_MAX_LENGTH = 2048  # the harness's API adapters' max_length when none is given (TemplateAPI)

@@ -245,6 +245,25 @@ def test_the_commands_read_the_run_and_its_model_as_this_harness_does():
                                                           "--model_args", "seed=2024"]
 
 
+def test_the_prompt_length_check_assumes_this_harness_s_defaults():
+    """The length check counts the tokens a model reserves for its answer and its context as the harness's adapters
+    do when a run does not say: those defaults are copied into lm_eval_ext/prompt_length.py, so a harness that
+    changes one fails here."""
+    import inspect
+
+    from lm_eval.models.api_models import TemplateAPI
+    from lm_eval.models.huggingface import HFLM
+
+    from lm_eval_ext import prompt_length
+
+    api = inspect.signature(TemplateAPI.__init__).parameters
+    assert (api["max_gen_toks"].default, api["max_length"].default) == (
+        prompt_length.DEFAULT_MAX_GEN_TOKS, prompt_length.API_DEFAULT_MAX_LENGTH)
+    # the hf adapter's answer budget is a property that returns a constant (it reads nothing of the model)
+    assert HFLM.max_gen_toks.fget(None) == prompt_length.DEFAULT_MAX_GEN_TOKS
+    assert HFLM._DEFAULT_MAX_LENGTH == prompt_length.DEFAULT_MAX_LENGTH
+
+
 def test_lm_eval_ext_run_gives_the_numbers_of_lm_eval_run(out, run, tmp_path):
     # the harness's own command, run by lm-eval-ext run in its process after the checks (boundary.run_harness)
     inputs = out.parent.parent

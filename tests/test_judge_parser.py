@@ -179,6 +179,19 @@ def test_config_coercion_and_errors():
         resolve_config(metadata={"judge_modle": "x"}, environ={})
     with pytest.raises(JudgeConfigError, match="must be an integer"):
         resolve_config(environ={"LM_EVAL_EXT_JUDGE_CONCURRENCY": "many"})
+    # a misspelled variable is an error, as a misspelled --metadata key is; its value (maybe a key) is not shown
+    with pytest.raises(JudgeConfigError, match=re.escape(
+            "The environment variable LM_EVAL_EXT_JUDGE_MODLE names no judge option. Did you mean "
+            "LM_EVAL_EXT_JUDGE_MODEL? Judge options in the environment are LM_EVAL_EXT_JUDGE and "
+            "LM_EVAL_EXT_JUDGE_<OPTION> for the options of docs/judge.md: rename or unset it.")):
+        resolve_config(environ={"LM_EVAL_EXT_JUDGE_MODLE": "sk-secret", "LM_EVAL_EXT_JUDGE_MODEL": "m"})
+    # the variable that holds the key may have any name, that prefix included
+    keyed = {"LM_EVAL_EXT_JUDGE_API_KEY_ENV": "LM_EVAL_EXT_JUDGE_KEY", "LM_EVAL_EXT_JUDGE_KEY": "sk-secret"}
+    assert resolve_config(environ=keyed).api_key_env == "LM_EVAL_EXT_JUDGE_KEY"
+    assert resolve_config(metadata={"judge_api_key_env": "LM_EVAL_EXT_JUDGE_KEY"},
+                          environ={"LM_EVAL_EXT_JUDGE_KEY": "sk-secret"}).api_key_env == "LM_EVAL_EXT_JUDGE_KEY"
+    with pytest.raises(JudgeConfigError, match="LM_EVAL_EXT_JUDGE_KEY names no judge option"):
+        resolve_config(environ={"LM_EVAL_EXT_JUDGE_KEY": "sk-secret"})  # the key is read from OPENAI_API_KEY
     with pytest.raises(JudgeConfigError, match="Unknown judge 'gpt5'"):
         resolve_config(explicit={"judge": "gpt5"}, environ={})
     with pytest.raises(JudgeConfigError, match="not an http"):

@@ -155,3 +155,12 @@ def test_setup_from_yaml_and_metadata():
     with pytest.raises(UserError, match=re.escape("""o: litm_verify_published='nope' must be true or false (e.g. """
                                                   """--metadata '{"litm_verify_published": false}')""")):
         options.setup_from("o", {"setting": "oracle"}, {"litm_verify_published": "nope"})
+
+
+def test_a_misspelled_option_is_an_error_and_other_keys_are_not_its_business():
+    with pytest.raises(UserError, match=re.escape(
+            "x: unknown Lost in the Middle option 'litm_postions' in --metadata. Did you mean 'litm_positions'? The "
+            "options are litm_positions, litm_too_long, ")):
+        options.setup_from("x", {"setting": "qa", "k": 20}, {"litm_postions": "all"})
+    # the harness puts the model's arguments in the same dictionary, and a user's own keys may be there too
+    assert options.setup_from("x", {"setting": "qa", "k": 20}, {"pretrained": "m", "litm": 1, "judge_model": "j"}).k == 20

@@ -298,8 +298,23 @@ def resolve_config(
     if values.get("seed") is None:
         values["seed"] = DEFAULT_SEED if run_seed is None else int(run_seed)
     config = JudgeConfig(**values)
+    _check_env_names(environ, config.api_key_env)
     _check(config)
     return config
+
+
+def _check_env_names(environ: Mapping[str, str], key_variable: str) -> None:
+    """A variable ``LM_EVAL_EXT_JUDGE_*`` that names no option is an error, as an unknown ``--metadata`` key is
+    (a misspelled one would be ignored); the variable holding the API key may have any name. Only names are shown:
+    a value may be a secret."""
+    known = {env_name(name) for name in OPTION_NAMES} | {key_variable}
+    unknown = sorted(name for name in environ if name.startswith(ENV_PREFIX + "_") and name not in known)
+    if unknown:
+        close = difflib.get_close_matches(unknown[0], sorted(known - {key_variable}), n=1)
+        hint = f" Did you mean {close[0]}?" if close else ""
+        raise JudgeConfigError(
+            f"The environment variable {unknown[0]} names no judge option.{hint} Judge options in the environment "
+            f"are {ENV_PREFIX} and {ENV_PREFIX}_<OPTION> for the options of docs/judge.md: rename or unset it.")
 
 
 def _check(config: JudgeConfig) -> None:
