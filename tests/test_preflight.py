@@ -217,3 +217,23 @@ def test_check_help_lists_the_judge_flags(run_cli):
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("usage: lm-eval-ext check [flags of `lm_eval run`] [judge flags]")
     assert "--judge-model" in proc.stdout and "--judge-check" in proc.stdout
+
+
+def test_an_api_model_s_timeout_cannot_become_the_sql_sandbox_s_clock(run_cli, data_dir):
+    """The harness passes --model_args to the tasks with --metadata: an API model's timeout=10 would become MAGNIFICo's
+    wall-clock bound on a query, letting the machine's speed decide. An error, until --metadata gives the bound."""
+    with StubOpenAIServer() as srv:
+        flags = ["--model", "local-completions", "--model_args",
+                 f"model=m,base_url={srv.base_url}/completions,tokenizer_backend=none,timeout=10",
+                 "--tasks", "magnifico_direct_base", "--confirm_run_unsafe_code"]
+        proc = run_cli(["lm-eval-ext", "check", *flags, "--metadata", json.dumps({"interpretations": "maximum"})])
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr
+        (paragraph,) = _paragraphs(proc.stderr)
+        assert paragraph == (
+            "The MAGNIFICo option timeout=10 is below 60 seconds. It is a wall-clock backstop far above what the "
+            "instruction budget takes; a lower one would let the machine's speed decide which queries fail. The "
+            "harness passes --model_args to the tasks too, so a model's timeout= sets it when --metadata does not: "
+            """give --metadata '{"timeout": 60}' (--metadata wins over --model_args), or a larger value.""")
+        proc = run_cli(["lm-eval-ext", "check", *flags, "--metadata",
+                        json.dumps({"interpretations": "maximum", "timeout": 60})])
+        assert proc.returncode == 0, proc.stderr[-3000:]

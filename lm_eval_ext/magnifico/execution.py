@@ -31,7 +31,7 @@ import threading
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
-from ..errors import UserError
+from ..errors import UserError, metadata_arg
 from ..sql import COMPARISONS, Against, Limits, QueryResult, query_orders, shared_pool
 from ..task_base import RunAwareFilter
 from .replies import NO_QUERY, reply_query
@@ -58,12 +58,20 @@ class ExecutionOptions:
         if self.comparison not in COMPARISONS:
             raise ExecutionOptionError(f"Unknown comparison {self.comparison!r} (the --metadata option comparison); "
                                        f"use one of {', '.join(COMPARISONS)}.")
-        if (not self.timeout > 0 or self.budget < Limits.check_every or self.max_rows < 1
-                or (self.workers is not None and self.workers < 1)):
+        if self.budget < Limits.check_every or self.max_rows < 1 or (self.workers is not None and self.workers < 1):
             raise ExecutionOptionError(
-                f"The --metadata option budget must be at least {Limits.check_every} SQLite instructions, timeout > 0 seconds, "
-                f"max_rows and workers at least 1 (got budget={self.budget}, timeout={self.timeout}, "
-                f"max_rows={self.max_rows}, workers={self.workers}).")
+                f"The --metadata option budget must be at least {Limits.check_every} SQLite instructions, "
+                f"max_rows and workers at least 1 (got budget={self.budget}, max_rows={self.max_rows}, "
+                f"workers={self.workers}).")
+        # The budget decides which queries fail; a wall-clock bound near it would let a busy machine decide. The
+        # harness also passes --model_args to the tasks, so an API model's timeout= arrives here unasked.
+        if not self.timeout >= Limits.timeout:
+            raise ExecutionOptionError(
+                f"The MAGNIFICo option timeout={self.timeout:g} is below {Limits.timeout:g} seconds. It is a wall-clock "
+                f"backstop far above what the instruction budget takes; a lower one would let the machine's speed "
+                f"decide which queries fail. The harness passes --model_args to the tasks too, so a model's "
+                f"timeout= sets it when --metadata does not: give {metadata_arg(timeout=int(Limits.timeout))} "
+                f"(--metadata wins over --model_args), or a larger value.")
 
     @property
     def limits(self) -> Limits:
