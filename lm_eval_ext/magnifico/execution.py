@@ -1,7 +1,7 @@
 """Executing gold and predicted queries in the sandbox, and the harness filter that does it in bulk.
 
 Options (``--metadata``): ``budget`` (SQLite instructions per query), ``timeout`` (the wall-clock
-backstop), ``max_rows``, ``workers``, ``comparison`` (``authors`` | ``testsuite``);
+backstop, at least 60 s), ``max_rows``, ``workers``, ``comparison`` (``authors`` | ``testsuite``);
 :func:`execution_options` reads them.
 
 What decides whether a query runs to its end is the instruction budget, which counts the same on a
