@@ -3,8 +3,10 @@ wording their advice shares.
 
 ``lm-eval-ext`` prints such an error as one paragraph instead of a traceback.
 """
+import difflib
 import json
 import shlex
+from collections.abc import Iterable, Sequence
 
 
 # the spellings of true and false an option accepts, in any case (a JSON boolean too)
@@ -29,3 +31,14 @@ def metadata_arg(**options: object) -> str:
     reads (lm-eval 0.4.12 and 0.5 read no ``key=value``): ``metadata_arg(overflow="truncate")`` is
     ``--metadata '{"overflow": "truncate"}'``, quoted for a POSIX shell."""
     return f"--metadata {shlex.quote(json.dumps(options))}"
+
+
+def misspelled_key(given: Iterable[str], options: Sequence[str]) -> tuple[str, str] | None:
+    """The first of the keys ``given`` that is none of ``options`` but so close to one that it can only be a
+    misspelling of it (which would otherwise be ignored, and the option's default used), with that option; None when
+    there is none. A key far from every option is let be: ``--metadata`` also holds the model's arguments and the
+    user's own keys."""
+    for key in sorted(given):
+        if key not in options and (close := difflib.get_close_matches(key, options, n=1, cutoff=0.8)):
+            return key, close[0]
+    return None

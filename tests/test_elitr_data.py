@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from pathlib import Path
 
 import pytest
@@ -98,6 +99,10 @@ def evaluate(task, metadata, **kwargs):
 @pytest.mark.parametrize("metadata,message", [
     ({"overflow": "shrink"}, "overflow='shrink'"),
     ({"qa_markers": "maybe"}, "qa_markers='maybe' must be true or false"),
+    # a misspelled key would be ignored and the default run
+    ({"qa_marker": True}, re.escape("elitr_bench_qa_dev_st: --metadata 'qa_marker' is no ELITR-Bench option; did you "
+                                    "mean 'qa_markers'? The options are qa_markers, overflow, elitr_corpus and the judge's "
+                                    "(judge_...).")),
 ])
 def test_bad_task_options(data_dir, tmp_path, metadata, message):
     from lm_eval_ext.elitr.task import ElitrOptionError

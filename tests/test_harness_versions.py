@@ -264,6 +264,33 @@ def test_the_prompt_length_check_assumes_this_harness_s_defaults():
     assert HFLM._DEFAULT_MAX_LENGTH == prompt_length.DEFAULT_MAX_LENGTH
 
 
+def test_no_option_name_or_model_argument_reads_as_a_misspelled_option():
+    """The harness passes --model_args to the tasks with --metadata, so a key close to a task option is an error only
+    if no model of this harness takes it, no other option of the plugin has that name and no task records it."""
+    import inspect
+
+    from lm_eval.api.registry import get_model
+
+    from lm_eval_ext.elitr.task import OPTIONS as ELITR
+    from lm_eval_ext.errors import misspelled_key
+    from lm_eval_ext.judge.config import OPTION_NAMES, metadata_name
+    from lm_eval_ext.lieder.task import OPTIONS as LIEDER
+    from lm_eval_ext.litm.options import METADATA_KEYS as LITM
+    from lm_eval_ext.magnifico.task import OPTIONS as MAGNIFICO
+
+    arguments = set()
+    for name in ("hf", "local-completions", "local-chat-completions", "openai-completions", "openai-chat-completions"):
+        for cls in get_model(name).__mro__:
+            if "__init__" in vars(cls):
+                arguments |= set(inspect.signature(cls.__init__).parameters) - {"self", "args", "kwargs"}
+    assert {"pretrained", "base_url", "timeout", "max_length", "num_concurrent"} <= arguments
+    recorded = {"version", "prompt_length", "documents_by_position", "documents", "excluded", "reply_format", "judge"}
+    keys = (arguments | recorded | set(ELITR) | set(LIEDER) | set(LITM) | set(MAGNIFICO)
+            | {metadata_name(o) for o in OPTION_NAMES})
+    for options in (ELITR, LIEDER, LITM, MAGNIFICO):
+        assert misspelled_key(keys, options) is None, options
+
+
 def test_lm_eval_ext_run_gives_the_numbers_of_lm_eval_run(out, run, tmp_path):
     # the harness's own command, run by lm-eval-ext run in its process after the checks (boundary.run_harness)
     inputs = out.parent.parent

@@ -158,3 +158,16 @@ def test_group_and_sample_logs(data_dir, tmp_path):
     # every comparison's outcome
     assert sample["acc_sg_pos_neg_gt_sg_pos_pos"] == 1.0
     assert sample["ctrl_acc_sg_neg_pos_gt_sg_pos_neg"] == 0.0
+
+
+def test_a_misspelled_option_is_an_error(data_dir):
+    from lm_eval.tasks import TaskManager
+
+    from lm_eval_ext.errors import UserError
+    from lm_eval_ext.paths import tasks_dir
+    # "stimulus_file" ignored would score the published stimuli instead of the user's
+    manager = TaskManager(include_path=str(tasks_dir()), include_defaults=False,
+                          metadata={"stimulus_file": "mine.jsonl"})
+    with pytest.raises(UserError, match="lieder_base: --metadata 'stimulus_file' is no LIEDER option; did you mean "
+                                        "'stimuli_file'"):
+        manager.load(["lieder_base"])

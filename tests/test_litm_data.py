@@ -162,5 +162,8 @@ def test_a_misspelled_option_is_an_error_and_other_keys_are_not_its_business():
             "x: unknown Lost in the Middle option 'litm_postions' in --metadata. Did you mean 'litm_positions'? The "
             "options are litm_positions, litm_too_long, ")):
         options.setup_from("x", {"setting": "qa", "k": 20}, {"litm_postions": "all"})
+    with pytest.raises(UserError, match="unknown Lost in the Middle option 'ltim_positions' in --metadata. Did you mean "
+                                        "'litm_positions'?"):
+        options.setup_from("x", {"setting": "qa", "k": 20}, {"ltim_positions": "all"})
     # the harness puts the model's arguments in the same dictionary, and a user's own keys may be there too
     assert options.setup_from("x", {"setting": "qa", "k": 20}, {"pretrained": "m", "litm": 1, "judge_model": "j"}).k == 20

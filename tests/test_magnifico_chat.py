@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -263,4 +264,19 @@ def test_reply_format_is_not_an_option(data_dir):
     manager = TaskManager(include_path=str(tasks_dir()), include_defaults=False,
                           metadata={"interpretations": INTERPRETATION, "reply_format": "chat"})
     with pytest.raises(MagnificoOptionError, match="reply_format is not an option"):
+        manager.load([TASK])
+
+
+def test_a_misspelled_option_is_an_error(data_dir):
+    from lm_eval.tasks import TaskManager
+
+    from lm_eval_ext.magnifico.task import MagnificoOptionError
+    from lm_eval_ext.paths import tasks_dir
+    # "interpretation" ignored would run every interpretation; a key far from every option is the user's own
+    manager = TaskManager(include_path=str(tasks_dir()), include_defaults=False,
+                          metadata={"interpretation": INTERPRETATION, "my_note": "x"})
+    with pytest.raises(MagnificoOptionError, match=re.escape(
+            f"Task {TASK}: --metadata 'interpretation' is no MAGNIFICo option; did you mean 'interpretations'? The "
+            "options are budget, timeout, max_rows, workers, comparison, schema_source, interpretations, form_word "
+            "(the Options of the MAGNIFICo tasks' README).")):
         manager.load([TASK])

@@ -37,6 +37,7 @@ from ..task_base import RunAwareFilter
 from .replies import NO_QUERY, reply_query
 
 REPLY_FORMATS = ("completion", "chat")
+OPTIONS = ("budget", "timeout", "max_rows", "workers", "comparison")  # the --metadata keys read here
 GOLD_RETRY_FACTOR = 10
 
 

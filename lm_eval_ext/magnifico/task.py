@@ -30,13 +30,14 @@ from collections import Counter
 import datasets
 from lm_eval.api.metrics import mean
 
-from ..errors import UserError
+from ..errors import UserError, misspelled_key
 from ..metrics.relative import mean_relative_performance
 from ..prompt_length import resolve_budget
 from ..task_base import ExtTask
 from .chat import chat_generation_kwargs, chat_messages
 from .documents import Setting, build_documents
 from .execution import GOLD_RETRY_FACTOR, Scorer, database_path, execution_options, gold_out_of_budget
+from .execution import OPTIONS as EXECUTION_OPTIONS
 from .interpretations import CATEGORIES
 from .prompts import PromptBuilder
 from .schema import SchemaBlocks
@@ -47,6 +48,9 @@ logger = logging.getLogger(__name__)
 
 class MagnificoOptionError(UserError):
     """A --metadata option of a MAGNIFICo task is malformed."""
+
+
+OPTIONS = (*EXECUTION_OPTIONS, "schema_source", "interpretations", "form_word")
 
 
 def _selected_interpretations(metadata: dict) -> set[str] | None:
@@ -97,6 +101,10 @@ class MagnificoTask(ExtTask):
     def download(self, dataset_kwargs=None, **kwargs) -> None:
         """Build the documents of this task's setting and leave out the items that cannot be scored."""
         metadata = dict(self.config.metadata or {})
+        if misspelled := misspelled_key(metadata, OPTIONS):
+            raise MagnificoOptionError(f"Task {self.config.task}: --metadata {misspelled[0]!r} is no MAGNIFICo option; "
+                                       f"did you mean {misspelled[1]!r}? The options are {', '.join(OPTIONS)} (the "
+                                       "Options of the MAGNIFICo tasks' README).")
         if "reply_format" in metadata:
             raise MagnificoOptionError(f"Task {self.config.task}: --metadata reply_format is not an option: the task "
                                        "records it (chat with --apply_chat_template, else completion); remove it.")
