@@ -56,7 +56,7 @@ from lm_eval.filters import build_filter_ensemble
 from . import answers, user_errors
 from .boundary import (CONVERSATION, WITHHELD, check_harness, features, filter_step_options, install_log_filter,
                        install_request_types, new_instance, unlisted)
-from .errors import UserError
+from .errors import UserError, misspelled_key
 from .prompt_length import not_checked_reason
 
 BYPASS = "bypass"  # the harness's metric under --predict_only
@@ -91,10 +91,19 @@ class RunAwareFilter(Filter):
 
 
 class ExtTask(ConfigurableTask):
-    """A ConfigurableTask with subset metrics, request review and run-aware filters (module docstring)."""
+    """A ConfigurableTask with subset metrics, request review and run-aware filters (module docstring).
+
+    ``BENCHMARK`` names the benchmark and ``OPTIONS`` its ``--metadata`` keys: a key one slip away from one of them is
+    an error (ignored, it would leave that option at its default), raised before the data is read."""
+
+    BENCHMARK = ""
+    OPTIONS: tuple[str, ...] = ()
 
     def __init__(self, config: dict | None = None, **kwargs) -> None:
         check_harness()
+        if misspelled := misspelled_key((config or {}).get("metadata") or {}, self.OPTIONS):
+            raise UserError(f"{(config or {}).get('task')}: --metadata {misspelled[0]!r} is no {self.BENCHMARK} "
+                            f"option; did you mean {misspelled[1]!r}? The options are {', '.join(self.OPTIONS)}.")
         # `class` selects this class in the YAML; it is not a TaskConfig field.
         config = {key: value for key, value in (config or {}).items() if key != "class"}
         # The metric_list metrics come from this class's process_results; naming it in the config

@@ -99,10 +99,6 @@ def evaluate(task, metadata, **kwargs):
 @pytest.mark.parametrize("metadata,message", [
     ({"overflow": "shrink"}, "overflow='shrink'"),
     ({"qa_markers": "maybe"}, "qa_markers='maybe' must be true or false"),
-    # a misspelled key would be ignored and the default run
-    ({"qa_marker": True}, re.escape("elitr_bench_qa_dev_st: --metadata 'qa_marker' is no ELITR-Bench option; did you "
-                                    "mean 'qa_markers'? The options are qa_markers, overflow, elitr_corpus and the judge's "
-                                    "(judge_...).")),
 ])
 def test_bad_task_options(data_dir, tmp_path, metadata, message):
     from lm_eval_ext.elitr.task import ElitrOptionError
@@ -111,6 +107,19 @@ def test_bad_task_options(data_dir, tmp_path, metadata, message):
     responses.write_text(json.dumps({"default": "x"}))
     with pytest.raises(ElitrOptionError, match=message):
         evaluate("elitr_bench_qa_dev_st", metadata, model="ext-canned-gen", model_args={"responses": str(responses)})
+
+
+def test_a_misspelled_option_is_an_error(data_dir):
+    from lm_eval.tasks import TaskManager
+
+    from lm_eval_ext.errors import UserError
+    from lm_eval_ext.paths import tasks_dir
+    # "qa_marker" ignored would build the prompts without the markers
+    manager = TaskManager(include_path=str(tasks_dir()), include_defaults=False, metadata={"qa_marker": True})
+    with pytest.raises(UserError, match=re.escape(
+            "elitr_bench_qa_dev_st: --metadata 'qa_marker' is no ELITR-Bench option; did you mean 'qa_markers'? The "
+            "options are qa_markers, overflow, elitr_corpus.")):
+        manager.load(["elitr_bench_qa_dev_st"])
 
 
 def test_czech_task_uses_czech_prompt_and_judge(data_dir, tmp_path, monkeypatch):

@@ -271,12 +271,12 @@ def test_no_option_name_or_model_argument_reads_as_a_misspelled_option():
 
     from lm_eval.api.registry import get_model
 
-    from lm_eval_ext.elitr.task import OPTIONS as ELITR
+    from lm_eval_ext.elitr.task import ElitrTask
     from lm_eval_ext.errors import misspelled_key
     from lm_eval_ext.judge.config import OPTION_NAMES, metadata_name
-    from lm_eval_ext.lieder.task import OPTIONS as LIEDER
-    from lm_eval_ext.litm.options import METADATA_KEYS as LITM
-    from lm_eval_ext.magnifico.task import OPTIONS as MAGNIFICO
+    from lm_eval_ext.lieder.task import LiederTask
+    from lm_eval_ext.litm.task import LitmTask
+    from lm_eval_ext.magnifico.task import MagnificoTask
 
     arguments = set()
     for name in ("hf", "local-completions", "local-chat-completions", "openai-completions", "openai-chat-completions"):
@@ -285,10 +285,10 @@ def test_no_option_name_or_model_argument_reads_as_a_misspelled_option():
                 arguments |= set(inspect.signature(cls.__init__).parameters) - {"self", "args", "kwargs"}
     assert {"pretrained", "base_url", "timeout", "max_length", "num_concurrent"} <= arguments
     recorded = {"version", "prompt_length", "documents_by_position", "documents", "excluded", "reply_format", "judge"}
-    keys = (arguments | recorded | set(ELITR) | set(LIEDER) | set(LITM) | set(MAGNIFICO)
-            | {metadata_name(o) for o in OPTION_NAMES})
-    for options in (ELITR, LIEDER, LITM, MAGNIFICO):
-        assert misspelled_key(keys, options) is None, options
+    tasks = (ElitrTask, LiederTask, LitmTask, MagnificoTask)
+    keys = arguments | recorded | {key for task in tasks for key in task.OPTIONS} | {metadata_name(o) for o in OPTION_NAMES}
+    for task in tasks:
+        assert task.OPTIONS and misspelled_key(keys, task.OPTIONS) is None, task
 
 
 def test_lm_eval_ext_run_gives_the_numbers_of_lm_eval_run(out, run, tmp_path):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -168,6 +169,6 @@ def test_a_misspelled_option_is_an_error(data_dir):
     # "stimulus_file" ignored would score the published stimuli instead of the user's
     manager = TaskManager(include_path=str(tasks_dir()), include_defaults=False,
                           metadata={"stimulus_file": "mine.jsonl"})
-    with pytest.raises(UserError, match="lieder_base: --metadata 'stimulus_file' is no LIEDER option; did you mean "
-                                        "'stimuli_file'"):
+    with pytest.raises(UserError, match=re.escape("lieder_base: --metadata 'stimulus_file' is no LIEDER option; did "
+                                                  "you mean 'stimuli_file'? The options are stimuli_file.")):
         manager.load(["lieder_base"])

@@ -162,8 +162,16 @@ def test_a_misspelled_option_is_an_error_and_other_keys_are_not_its_business():
             "x: unknown Lost in the Middle option 'litm_postions' in --metadata. Did you mean 'litm_positions'? The "
             "options are litm_positions, litm_too_long, ")):
         options.setup_from("x", {"setting": "qa", "k": 20}, {"litm_postions": "all"})
-    with pytest.raises(UserError, match="unknown Lost in the Middle option 'ltim_positions' in --metadata. Did you mean "
-                                        "'litm_positions'?"):
-        options.setup_from("x", {"setting": "qa", "k": 20}, {"ltim_positions": "all"})
     # the harness puts the model's arguments in the same dictionary, and a user's own keys may be there too
     assert options.setup_from("x", {"setting": "qa", "k": 20}, {"pretrained": "m", "litm": 1, "judge_model": "j"}).k == 20
+
+
+def test_a_slip_in_the_prefix_is_caught_when_the_task_is_built(data_dir):
+    from lm_eval.tasks import TaskManager
+
+    from lm_eval_ext.paths import tasks_dir
+    manager = TaskManager(include_path=str(tasks_dir()), include_defaults=False, metadata={"ltim_positions": "all"})
+    with pytest.raises(UserError, match=re.escape(
+            "litm_qa_oracle: --metadata 'ltim_positions' is no Lost in the Middle option; did you mean "
+            "'litm_positions'? The options are litm_positions, litm_too_long, ")):
+        manager.load(["litm_qa_oracle"])

@@ -25,7 +25,7 @@ import datasets
 from lm_eval.api.metrics import mean
 
 from ..conversation import OVERFLOW_POLICIES, Turn, render, turn_messages
-from ..errors import UserError, metadata_arg, misspelled_key, truth_value
+from ..errors import UserError, metadata_arg, truth_value
 from ..judge.harness import GENERATION_KEY, JudgedTask, judge_output, judge_result
 from ..prompt_length import (LengthCheckError, PromptTooLongError, resolve_budget,
                              shorten_middle)
@@ -43,9 +43,6 @@ FIX = ("Use a model with a longer context (or give its real length with max_leng
 
 class ElitrOptionError(UserError):
     """An ELITR-Bench task option has a wrong value, or the task cannot run this way."""
-
-
-OPTIONS = ("qa_markers", "overflow", "elitr_corpus")  # the --metadata keys of the tasks (the judge's: judge_...)
 
 
 def load_dataset(question_set: str, split: str, language: str, mode: str, elitr_corpus: str | None = None,
@@ -72,6 +69,8 @@ def _key(doc: dict) -> tuple[str, str]:
 class ElitrTask(JudgedTask):
     """Builds single-turn prompts or multi-turn conversation requests; scores the judged answers."""
 
+    BENCHMARK, OPTIONS = "ELITR-Bench", ("qa_markers", "overflow", "elitr_corpus")  # the judge's: judge_...
+
     def __init__(self, config: dict | None = None, **kwargs) -> None:
         # Options are checked before the data is loaded.
         name, settings = (config or {}).get("task"), (config or {}).get("dataset_kwargs") or {}
@@ -82,9 +81,6 @@ class ElitrTask(JudgedTask):
             raise ElitrOptionError(f"{name}: the Conv set is multi-turn only (some questions refer to earlier "
                                    "ones); use mode mt.")
         metadata = (config or {}).get("metadata") or {}
-        if misspelled := misspelled_key(metadata, OPTIONS):
-            raise ElitrOptionError(f"{name}: --metadata {misspelled[0]!r} is no ELITR-Bench option; did you mean "
-                                   f"{misspelled[1]!r}? The options are {', '.join(OPTIONS)} and the judge's (judge_...).")
         self.qa_markers = _flag(metadata.get("qa_markers", False), "qa_markers")
         self.overflow = str(metadata.get("overflow", "error"))
         if self.overflow not in OVERFLOW_POLICIES:

@@ -12,15 +12,12 @@ from __future__ import annotations
 import datasets
 from lm_eval.api.metrics import mean
 
-from ..errors import UserError, misspelled_key
+from ..errors import UserError
 from ..task_base import ExtTask
 from .comparisons import STIMULUS_SETS
 from .scoring import family_metric_names, required_items, score_group
 from .server_check import check_arguments, check_logprobs, server_url
 from .stimuli import StimulusError, read_groups
-
-
-OPTIONS = ("stimuli_file",)  # the --metadata keys of the tasks
 
 
 def load_stimuli(stimulus_set: str, stimuli_file: str | None = None, **_metadata) -> dict[str, datasets.Dataset]:
@@ -50,10 +47,9 @@ def load_stimuli(stimulus_set: str, stimuli_file: str | None = None, **_metadata
 class LiederTask(ExtTask):
     """Scores each noun x family group by comparing its rows' log-likelihoods (Zhu & Frank, 2024)."""
 
+    BENCHMARK, OPTIONS = "LIEDER", ("stimuli_file",)
+
     def __init__(self, config: dict | None = None, **kwargs) -> None:
-        if misspelled := misspelled_key((config or {}).get("metadata") or {}, OPTIONS):  # before the data is read
-            raise UserError(f"{(config or {}).get('task')}: --metadata {misspelled[0]!r} is no LIEDER option; did you "
-                            f"mean {misspelled[1]!r}? The option is stimuli_file (a stimuli file of your own).")
         super().__init__(config=config, **kwargs)
         self.stimulus_set = self.config.dataset_kwargs["stimulus_set"]
         self.server = server_url(self.config.metadata or {})

@@ -19,7 +19,7 @@ import difflib
 import re
 from dataclasses import dataclass
 
-from ..errors import UserError, metadata_arg, misspelled_key, truth_value
+from ..errors import UserError, metadata_arg, truth_value
 
 SETTINGS = ("qa", "oracle", "closedbook", "kv")
 TOO_LONG_POLICIES = ("skip", "truncate")
@@ -104,12 +104,10 @@ def _flag_option(metadata: dict, key: str, default: bool, task: str) -> bool:
 def _check_keys(task: str, metadata: dict) -> None:
     """A ``litm_*`` key that names no option is an error (misspelled, it would be ignored and the default run)."""
     unknown = sorted(key for key in metadata if key.startswith("litm_") and key not in METADATA_KEYS)
-    misspelled = misspelled_key(metadata, METADATA_KEYS)  # also with the prefix misspelled
-    if unknown or misspelled:
-        key = unknown[0] if unknown else misspelled[0]
-        close = difflib.get_close_matches(key, METADATA_KEYS, n=1)
+    if unknown:
+        close = difflib.get_close_matches(unknown[0], METADATA_KEYS, n=1)
         hint = f" Did you mean {close[0]!r}?" if close else ""
-        raise OptionError(f"{task}: unknown Lost in the Middle option {key!r} in --metadata.{hint} The options "
+        raise OptionError(f"{task}: unknown Lost in the Middle option {unknown[0]!r} in --metadata.{hint} The options "
                           f"are {', '.join(METADATA_KEYS)} (the Options of the Lost in the Middle tasks' README).")
 
 

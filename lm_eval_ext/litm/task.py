@@ -29,7 +29,7 @@ from ..prompt_length import LengthBudget, Verdict, require_prompts_left, resolve
 from ..task_base import ExtTask
 from .contexts import kv_context, qa_context
 from .docs import LitmData, load
-from .options import LitmSetup, setup_from
+from .options import METADATA_KEYS, LitmSetup, setup_from
 from .prompts import closedbook_prompt, kv_prompt_pieces, qa_prompt_pieces
 from .scoring import best_subspan_em, first_line, kv_correct
 
@@ -45,6 +45,8 @@ SWEEP_METRICS = ("acc_gap", "acc_middle_drop")
 
 class LitmTask(ExtTask):
     """Lost in the Middle multi-document QA, oracle, closed-book and key-value retrieval (Liu et al., TACL 2024)."""
+
+    BENCHMARK, OPTIONS = "Lost in the Middle", METADATA_KEYS
 
     def __init__(self, config: dict | None = None, **kwargs) -> None:
         self._verdicts: dict[str, Verdict] = {}

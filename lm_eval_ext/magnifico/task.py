@@ -30,7 +30,7 @@ from collections import Counter
 import datasets
 from lm_eval.api.metrics import mean
 
-from ..errors import UserError, misspelled_key
+from ..errors import UserError
 from ..metrics.relative import mean_relative_performance
 from ..prompt_length import resolve_budget
 from ..task_base import ExtTask
@@ -48,9 +48,6 @@ logger = logging.getLogger(__name__)
 
 class MagnificoOptionError(UserError):
     """A --metadata option of a MAGNIFICo task is malformed."""
-
-
-OPTIONS = (*EXECUTION_OPTIONS, "schema_source", "interpretations", "form_word")
 
 
 def _selected_interpretations(metadata: dict) -> set[str] | None:
@@ -89,6 +86,8 @@ def _key(doc: dict) -> tuple:
 class MagnificoTask(ExtTask):
     """Generates SQL for each item and scores it by execution (Patel et al., EMNLP 2023); module docstring."""
 
+    BENCHMARK, OPTIONS = "MAGNIFICo", (*EXECUTION_OPTIONS, "schema_source", "interpretations", "form_word")
+
     def __init__(self, config: dict | None = None, **kwargs) -> None:
         self._truncated: set[tuple] = set()
         super().__init__(config=config, **kwargs)
@@ -101,10 +100,6 @@ class MagnificoTask(ExtTask):
     def download(self, dataset_kwargs=None, **kwargs) -> None:
         """Build the documents of this task's setting and leave out the items that cannot be scored."""
         metadata = dict(self.config.metadata or {})
-        if misspelled := misspelled_key(metadata, OPTIONS):
-            raise MagnificoOptionError(f"Task {self.config.task}: --metadata {misspelled[0]!r} is no MAGNIFICo option; "
-                                       f"did you mean {misspelled[1]!r}? The options are {', '.join(OPTIONS)} (the "
-                                       "Options of the MAGNIFICo tasks' README).")
         if "reply_format" in metadata:
             raise MagnificoOptionError(f"Task {self.config.task}: --metadata reply_format is not an option: the task "
                                        "records it (chat with --apply_chat_template, else completion); remove it.")
