@@ -67,8 +67,8 @@ def plugin_task_paths() -> list[Path]:
 
 
 def index_builtin_tasks(enabled: bool) -> None:
-    """Whether TaskManagers built from now on index the harness's ~14,700 built-in tasks
-    (``lm-eval-ext run`` turns it off when only plugin tasks are asked for)."""
+    """Whether TaskManagers built from now on index the harness's ~14,700 built-in tasks (``lm-eval-ext run``
+    turns it off when the plugin's tasks and ``--include_path``'s hold every task asked for)."""
     _settings["builtin_tasks"] = enabled
 
 

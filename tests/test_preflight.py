@@ -14,6 +14,7 @@ import pytest
 from doubles.stub_openai import StubOpenAIServer
 from helpers.judge import answering_the_probe, judge_calls
 from helpers.real import free_port
+from lm_eval_ext import boundary
 
 KEY_ENV = "LMX_PREFLIGHT_KEY"
 KEY = "sk-preflight-test-key-0123456789abcdef"
@@ -29,6 +30,39 @@ def _canned(tmp_path: Path) -> list[str]:
     responses = tmp_path / "responses.json"
     responses.write_text(json.dumps({"rules": [], "default": "an answer"}))
     return ["--model", "ext-canned-gen", "--model_args", f"responses={responses},calls_log={tmp_path / 'calls.jsonl'}"]
+
+
+TASK_YAML = "task: {name}\n{tag}dataset_path: json\noutput_type: loglikelihood\ndoc_to_text: x\ndoc_to_target: y\n"
+
+
+@pytest.mark.parametrize("names,alone", [
+    (["mine"], True),  # a task of --include_path
+    (["lieder_base", "mine"], True),  # and one of the plugin's
+    (["outer"], True),  # a group of a group, every task in the two folders
+    (["mixed"], False),  # a group with a built-in task
+    (["my_tag"], False),  # a tag: built-in tasks may carry it too
+    (["tagged"], False),  # a group of a tag
+    (["min*"], False),  # a pattern may match built-in tasks
+    (["arc_easy"], False),  # not in the two folders
+])
+def test_the_built_in_tasks_are_indexed_unless_the_named_tasks_are_all_in_the_plugin_or_include_path(
+        tmp_path, names, alone):
+    """`lm-eval-ext run --include_path DIR` leaves the harness's ~14,700 built-in configs unread only when the
+    plugin's folder and DIR hold every task the names stand for."""
+    from lm_eval_ext.commands import preflight
+
+    (tmp_path / "mine.yaml").write_text(TASK_YAML.format(name="mine", tag="tag: [my_tag]\n"))
+    for group, members in (("inner", "[mine, lieder_base]"), ("outer", "[inner]"), ("mixed", "[mine, arc_easy]"),
+                           ("tagged", "[my_tag]")):
+        (tmp_path / f"{group}.yaml").write_text(f"group: {group}\ntask: {members}\n")
+    report = preflight.Preflight()
+    if alone:
+        index, selected = preflight._resolve_names(names, str(tmp_path), report)
+        assert (report.needs_builtin_tasks, report.failures, selected) == (False, [], names)
+        assert "arc_easy" not in index
+    else:  # (what _resolve_names decides from, without the built-in index it would then build)
+        index = boundary.task_index(include_path=str(tmp_path), include_defaults=False)
+        assert not preflight._self_contained(names, index)
 
 
 @pytest.mark.parametrize("tasks,expected", [

@@ -76,11 +76,28 @@ def _matches(name: str, index: dict) -> list[str]:
     return [name] if name in index else []
 
 
+def _self_contained(names: list[str], index: dict) -> bool:
+    """Whether ``names`` are in ``index`` with every task and group they stand for, none of them a tag or a pattern
+    (a tag gathers the tasks of every folder, the harness's built-ins too; a pattern may match a built-in task)."""
+    pending, seen = list(names), set()
+    while pending:
+        name = pending.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        entry = index.get(name)
+        if entry is None or entry.kind == "tag":  # (a pattern is no name of the index)
+            return False
+        pending.extend(entry.members)
+    return True
+
+
 def _resolve_names(names: list[str], include_path, report: Preflight) -> tuple[dict, list[str]]:
-    """The task index holding every requested name (the plugin's alone when that is enough), and the names."""
+    """The task index holding every requested name (the plugin's and --include_path's alone when they hold every
+    task asked for), and the names."""
     wanted = [n for n in names if not (n.endswith(".yaml") or Path(n).exists())]
     index = boundary.task_index(include_path=include_path, include_defaults=False)
-    report.needs_builtin_tasks = len(wanted) < len(names) or not all(_matches(name, index) for name in wanted)
+    report.needs_builtin_tasks = len(wanted) < len(names) or not _self_contained(wanted, index)
     if report.needs_builtin_tasks:
         index = boundary.task_index(include_path=include_path, include_defaults=True)
     selected = []

@@ -5,8 +5,9 @@ process (:func:`lm_eval_ext.boundary.run_harness`). Around it, this command
 
 - checks the run before the model is loaded (lm_eval_ext/commands/preflight.py): task names, the
   unsafe-code flag, the output path, every data file, the judge; a failure stops it within seconds;
-- indexes only the plugin's tasks when only plugin tasks are asked for (the harness otherwise
-  reads its ~14,700 built-in task configs on every run);
+- indexes only the plugin's tasks and those under ``--include_path`` when they hold every task asked for
+  (named, not by a tag or a pattern: those may gather built-in tasks); the harness otherwise reads its
+  ~14,700 built-in task configs on every run;
 - checks afterwards that the results file and the samples files were written whole (the harness
   only warns when it cannot write them): a truncated or empty file is set aside as ``*.incomplete``
   and the command fails, naming the saved answers and the command that writes the results again;
@@ -69,7 +70,7 @@ def main(argv: list[str]) -> int:
     raise_on_failures(report)
     for note in report.notes:
         print(f"lm-eval-ext: note: {note}", file=sys.stderr)
-    if requested_tasks(args) and not args.include_path and not getattr(args, "config", None):
+    if requested_tasks(args) and not getattr(args, "config", None):
         boundary.index_builtin_tasks(report.needs_builtin_tasks)
     started = time.time()
     boundary.run_harness(argv)
