@@ -86,7 +86,7 @@ def _self_contained(names: list[str], index: dict) -> bool:
             continue
         seen.add(name)
         entry = index.get(name)
-        if entry is None or entry.kind == "tag":  # (a pattern is no name of the index)
+        if entry is None or entry.kind == "tag":  # not in the folders (a pattern never is), or a tag
             return False
         pending.extend(entry.members)
     return True
