@@ -33,12 +33,14 @@ def metadata_arg(**options: object) -> str:
     return f"--metadata {shlex.quote(json.dumps(options))}"
 
 
-def misspelled_key(given: Iterable[str], options: Sequence[str]) -> tuple[str, str] | None:
-    """The first of the keys ``given`` that is none of ``options`` but so close to one that it can only be a
-    misspelling of it (which would otherwise be ignored, and the option's default used), with that option; None when
-    there is none. A key far from every option is let be: ``--metadata`` also holds the model's arguments and the
-    user's own keys."""
-    for key in sorted(given):
-        if key not in options and (close := difflib.get_close_matches(key, options, n=1, cutoff=0.8)):
-            return key, close[0]
+def misspelled_key(given: Iterable[str], options: Sequence[str], prefix: str = "") -> tuple[str, str | None] | None:
+    """The first of the keys ``given`` that is none of ``options`` but can only be meant as one (ignored, it would
+    leave that option at its default), with the option it is closest to (None when none is): a key so close to an
+    option that it can only be a misspelling of it, or any key starting with ``prefix``, a name space the options
+    own. None when there is none: other keys are let be (``--metadata`` also holds the model's arguments and the
+    user's own keys)."""
+    for key in sorted(set(given) - set(options)):
+        close = difflib.get_close_matches(key, options, n=1, cutoff=0.8)
+        if close or (prefix and key.startswith(prefix)):
+            return key, close[0] if close else None
     return None

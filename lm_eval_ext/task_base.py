@@ -93,17 +93,21 @@ class RunAwareFilter(Filter):
 class ExtTask(ConfigurableTask):
     """A ConfigurableTask with subset metrics, request review and run-aware filters (module docstring).
 
-    ``BENCHMARK`` names the benchmark and ``OPTIONS`` its ``--metadata`` keys: a key one slip away from one of them is
-    an error (ignored, it would leave that option at its default), raised before the data is read."""
+    ``BENCHMARK`` names the benchmark, ``OPTIONS`` its ``--metadata`` keys and ``PREFIX`` the name space they own,
+    if any: a key one slip away from an option, or any other key of that name space, is an error (ignored, it would
+    leave that option at its default), raised before the data is read."""
 
     BENCHMARK = ""
     OPTIONS: tuple[str, ...] = ()
+    PREFIX = ""
 
     def __init__(self, config: dict | None = None, **kwargs) -> None:
         check_harness()
-        if misspelled := misspelled_key((config or {}).get("metadata") or {}, self.OPTIONS):
-            raise UserError(f"{(config or {}).get('task')}: --metadata {misspelled[0]!r} is no {self.BENCHMARK} "
-                            f"option; did you mean {misspelled[1]!r}? The options are {', '.join(self.OPTIONS)}.")
+        if misspelled := misspelled_key((config or {}).get("metadata") or {}, self.OPTIONS, self.PREFIX):
+            key, meant = misspelled
+            hint = f"; did you mean {meant!r}?" if meant else "."
+            raise UserError(f"{(config or {}).get('task')}: --metadata {key!r} is no {self.BENCHMARK} option{hint} "
+                            f"The options are {', '.join(self.OPTIONS)}.")
         # `class` selects this class in the YAML; it is not a TaskConfig field.
         config = {key: value for key, value in (config or {}).items() if key != "class"}
         # The metric_list metrics come from this class's process_results; naming it in the config

@@ -157,21 +157,28 @@ def test_setup_from_yaml_and_metadata():
         options.setup_from("o", {"setting": "oracle"}, {"litm_verify_published": "nope"})
 
 
-def test_a_misspelled_option_is_an_error_and_other_keys_are_not_its_business():
-    with pytest.raises(UserError, match=re.escape(
-            "x: unknown Lost in the Middle option 'litm_postions' in --metadata. Did you mean 'litm_positions'? The "
-            "options are litm_positions, litm_too_long, ")):
-        options.setup_from("x", {"setting": "qa", "k": 20}, {"litm_postions": "all"})
-    # the harness puts the model's arguments in the same dictionary, and a user's own keys may be there too
-    assert options.setup_from("x", {"setting": "qa", "k": 20}, {"pretrained": "m", "litm": 1, "judge_model": "j"}).k == 20
-
-
-def test_a_slip_in_the_prefix_is_caught_when_the_task_is_built(data_dir):
+@pytest.mark.parametrize("metadata,message", [
+    # the litm_ name space is the options': any other key in it is one misspelled
+    ({"litm_postions": "all"}, "--metadata 'litm_postions' is no Lost in the Middle option; did you mean "
+                               "'litm_positions'? The options are litm_positions, litm_too_long, "),
+    ({"litm_shuffle": True}, "--metadata 'litm_shuffle' is no Lost in the Middle option. The options are "),
+    # and a slip in the prefix
+    ({"ltim_positions": "all"}, "--metadata 'ltim_positions' is no Lost in the Middle option; did you mean "
+                                "'litm_positions'? The options are litm_positions, litm_too_long, "),
+])
+def test_a_misspelled_option_is_caught_when_the_task_is_built(data_dir, metadata, message):
     from lm_eval.tasks import TaskManager
 
     from lm_eval_ext.paths import tasks_dir
-    manager = TaskManager(include_path=str(tasks_dir()), include_defaults=False, metadata={"ltim_positions": "all"})
-    with pytest.raises(UserError, match=re.escape(
-            "litm_qa_oracle: --metadata 'ltim_positions' is no Lost in the Middle option; did you mean "
-            "'litm_positions'? The options are litm_positions, litm_too_long, ")):
+    manager = TaskManager(include_path=str(tasks_dir()), include_defaults=False, metadata=metadata)
+    with pytest.raises(UserError, match=re.escape(f"litm_qa_oracle: {message}")):
         manager.load(["litm_qa_oracle"])
+
+
+def test_other_keys_are_not_the_options_business():
+    """The harness puts the model's arguments in the same dictionary, and a user's own keys may be there too."""
+    from lm_eval_ext.errors import misspelled_key
+    from lm_eval_ext.litm.task import LitmTask
+
+    assert misspelled_key({"pretrained": "m", "litm": 1, "judge_model": "j", "my_litm_note": "x"}, LitmTask.OPTIONS,
+                          LitmTask.PREFIX) is None

@@ -15,7 +15,6 @@ model arguments into the same dictionary):
 """
 from __future__ import annotations
 
-import difflib
 import re
 from dataclasses import dataclass
 
@@ -101,19 +100,8 @@ def _flag_option(metadata: dict, key: str, default: bool, task: str) -> bool:
     return truth
 
 
-def _check_keys(task: str, metadata: dict) -> None:
-    """A ``litm_*`` key that names no option is an error (misspelled, it would be ignored and the default run)."""
-    unknown = sorted(key for key in metadata if key.startswith("litm_") and key not in METADATA_KEYS)
-    if unknown:
-        close = difflib.get_close_matches(unknown[0], METADATA_KEYS, n=1)
-        hint = f" Did you mean {close[0]!r}?" if close else ""
-        raise OptionError(f"{task}: unknown Lost in the Middle option {unknown[0]!r} in --metadata.{hint} The options "
-                          f"are {', '.join(METADATA_KEYS)} (the Options of the Lost in the Middle tasks' README).")
-
-
 def setup_from(task: str, dataset_kwargs: dict, metadata: dict) -> LitmSetup:
     """Validate the task's YAML settings and the run's ``litm_*`` metadata into a LitmSetup."""
-    _check_keys(task, metadata)
     setting = dataset_kwargs.get("setting")
     if setting not in SETTINGS:
         raise OptionError(f"{task}: dataset_kwargs.setting must be one of {', '.join(SETTINGS)}, got {setting!r}.")

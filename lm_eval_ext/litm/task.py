@@ -46,7 +46,7 @@ SWEEP_METRICS = ("acc_gap", "acc_middle_drop")
 class LitmTask(ExtTask):
     """Lost in the Middle multi-document QA, oracle, closed-book and key-value retrieval (Liu et al., TACL 2024)."""
 
-    BENCHMARK, OPTIONS = "Lost in the Middle", METADATA_KEYS
+    BENCHMARK, OPTIONS, PREFIX = "Lost in the Middle", METADATA_KEYS, "litm_"
 
     def __init__(self, config: dict | None = None, **kwargs) -> None:
         self._verdicts: dict[str, Verdict] = {}
