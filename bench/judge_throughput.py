@@ -16,7 +16,9 @@ all the time, the client taking no time, no fault); when 99% of the stub's compl
 backoff); the client's CPU time per call; the most requests the stub saw at once; the faults it drew;
 items lost (left without a verdict); items duplicated (a request the stub answered, i.e. would have been
 paid, more than once); and a rerun, which the cache answers without a call. ``--profile FILE`` writes a
-cProfile of the first case (the CPU time of every thread) and prints its top functions.
+cProfile of the first case (the CPU time of every thread) and prints its top functions. ``--tail N`` (with
+``--stub thread``) lists the N items answered last, each with its requests' arrival (seconds from the first) and
+fault: what made the end of the run late.
 
 ``--client openai`` or ``--client httpx2`` sends the judge's first asks of the same items through the bare
 ``openai.AsyncOpenAI`` client (``post`` of the request body, as the judge sends it) or the bare ``httpx2``
@@ -36,6 +38,7 @@ import cProfile
 import json
 import os
 import pstats
+import re
 import shutil
 import subprocess
 import sys
@@ -84,12 +87,24 @@ def stub_in_thread(delay: float, jitter: float, faults: str):
         try:
             yield srv.base_url, stats
         finally:
-            stats.update(srv.summary())
+            stats.update(srv.summary(), requests=list(srv.requests))
 
 
 def parse_faults(text: str) -> dict[str, float]:
     """``"500=0.04,429=0.03"`` -> ``{"500": 0.04, "429": 0.03}``."""
     return {kind: float(p) for kind, p in (part.split("=", 1) for part in text.split(",") if part)}
+
+
+def print_tail(requests: list[dict], count: int) -> None:
+    """The ``count`` items answered last, each with its requests' arrival and fault (the stub's request log)."""
+    posts = [r for r in requests if r["method"] == "POST"]
+    tries: dict[int, list[tuple[float, str]]] = {}
+    for request in posts:
+        item = int(re.search(r"question (\d+)\?", json.dumps(request["body"]["messages"])).group(1))
+        tries.setdefault(item, []).append((request["received"] - posts[0]["received"], request["fault"] or "answered"))
+    print(f"the {count} items answered last (each request: arrival s, fault):")
+    for item in sorted(tries, key=lambda i: tries[i][-1][0], reverse=True)[:count]:
+        print(f"  item {item}: " + ", ".join(f"{at:.2f} {what}" for at, what in tries[item]))
 
 
 def profiled(run, path: str):
@@ -172,10 +187,14 @@ def main() -> None:
                         help="what sends the requests: the judge, or a bare client (with --faults '')")
     parser.add_argument("--no-cache", action="store_true", help="judge without the on-disk cache")
     parser.add_argument("--profile", metavar="FILE", help="cProfile the first case into FILE")
+    parser.add_argument("--tail", type=int, metavar="N", help="with --stub thread: list the N items answered last")
     args = parser.parse_args()
     args.faults = PRESETS.get(args.faults, args.faults)
     if args.client != "judge" and args.faults:
         parser.error(f"--client {args.client} sends each request once, without retries: add --faults ''")
+    if args.tail and args.stub != "thread":
+        parser.error("--tail reads the stub's request log, which a stub in its own process does not keep: add "
+                     "--stub thread")
 
     from lm_eval_ext.judge import Judge, JudgeItem, judge_many, resolve_config
 
@@ -233,6 +252,8 @@ def main() -> None:
                   f"{cpu / n * 1000:>18.2f}  {stub_stats['max_in_flight']:>13}  {faults:>6}  {lost:>4}  {unscored:>8}  "
                   f"{stub_stats['paid_twice']:>10}  "
                   + (f"{rerun:>7.2f}" if args.client == "judge" and not args.no_cache else f"{'-':>7}"))
+            if args.tail:
+                print_tail(stub_stats["requests"], args.tail)
         print("rerun: python bench/judge_throughput.py " + " ".join(sys.argv[1:]))
     finally:
         shutil.rmtree(work, ignore_errors=True)
