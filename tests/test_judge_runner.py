@@ -76,6 +76,20 @@ def test_concurrency_100_items_16_at_a_time(tmp_path):
         assert [response_of(r["body"]) for r in srv.requests] == [f"r{i}" for i in range(10)]  # in order
 
 
+def test_a_request_waiting_out_a_backoff_holds_no_slot(tmp_path):
+    """One slot, three items: the first sent draws HTTP 500 with `Retry-After: 1`, and while it waits out that second
+    the other two take the slot in turn and are answered; then it is asked again. (Were the slot held through the
+    backoff, the second item would go after the retry, and the third after both.) A reply that is no chat
+    completion is asked again at once in the same slot: see the test of malformed JSON on every try."""
+    with StubOpenAIServer(responder=score_by_index, fault_sequence=["500"], error_retry_after="1") as srv:
+        judge = Judge(config(srv, tmp_path, concurrency=1, retries=2), progress=False)
+        results = judge.run(items(3))
+        asked = [response_of(r["body"]) for r in srv.requests]
+        assert [r["fault"] for r in srv.requests] == ["500", None, None, None] and srv.max_in_flight == 1
+    assert asked[3] == asked[0] and sorted(asked[:3]) == ["r0", "r1", "r2"], asked
+    assert [r.score for r in results] == [1.0, 2.0, 3.0] and judge.stats.retries == {"500": 1}
+
+
 def test_faults_every_item_scored_or_counted(tmp_path):
     """30% of requests fail (429 with Retry-After, 500, timeouts, dropped connections, garbage)."""
     faults = {"429": 0.06, "500": 0.06, "timeout": 0.06, "drop": 0.06, "garbage": 0.06}
@@ -242,15 +256,29 @@ def test_a_judge_that_hangs_mid_run_stops_the_run_after_one_items_tries(tmp_path
                       progress=False)
         with pytest.raises(JudgeUnreachableError) as err:
             judge.run(items(40))
-        # 6 answered; then the 2 items in flight, and at most one more (an item first tried before the last
-        # reply arrived fails alone), 2 tries each: 6 + 3 x 2 at most, where failing every item took 6 + 34 x 2
-        assert 6 + 2 <= srv.call_count <= 6 + 3 * 2 and judge.stats.calls == srv.call_count
+        # 6 answered; then the 4 items in progress (twice the concurrency: an item waiting out the client's backoff
+        # leaves its slot to another), and at most one more (an item first tried before the last reply arrived
+        # fails alone), 2 tries each: 6 + 5 x 2 at most, where failing every item took 6 + 34 x 2
+        assert 6 + 2 <= srv.call_count <= 6 + 5 * 2 and judge.stats.calls == srv.call_count
     message = str(err.value)
     assert "no reply from 127.0.0.1" in message and "tried 2 times" in message
     assert "no judge call has succeeded since this one was first tried" in message and "\n" not in message
     judge.close()
     with sqlite3.connect(tmp_path / "judge_cache.sqlite") as db:  # the replies before the hang are kept
         assert db.execute("SELECT COUNT(*) FROM judge_replies").fetchone() == (6,)
+
+
+def test_a_request_first_sent_after_the_last_reply_that_brings_nothing_stops_the_run(tmp_path):
+    """Item 1 waits for the one slot while item 0 is answered, then is sent and hangs: no reply came while it was
+    tried, so the run stops at its timeout (however long it waited for the slot), without trying item 2."""
+    with StubOpenAIServer(responder=score_by_index, fault_sequence=[None], faults={"timeout": 1.0},
+                          timeout_s=30) as srv:
+        judge = Judge(config(srv, tmp_path, concurrency=1, timeout=0.2, retries=0, stop_after_timeouts=0),
+                      progress=False)
+        with pytest.raises(JudgeUnreachableError, match="no judge call has succeeded since this one was first tried"):
+            judge.run(items(3))
+        assert [response_of(r["body"]) for r in srv.requests] == ["r0", "r1"]
+    judge.close()
 
 
 def test_cache_rerun_makes_no_call(tmp_path):

@@ -13,6 +13,9 @@ from the environment. The reply's body is read here, in pieces as it arrives, so
 - **replies asked again at once**: a body cut at the deadline or the cap, dropped mid-way, or that is not a
   chat completion (not JSON, empty, another shape) says nothing about the server's load: it is asked again
   without a wait. Every try counts against the request's ``retries + 1``, openai's retries included;
+- **slots**: at most ``concurrency`` tries in flight. A try takes a slot when it is sent and gives it back when its
+  answer has come (or it failed): a request waiting out the client's backoff holds none, so the other requests
+  keep the connections busy meanwhile;
 - **the counts of a run**, from the HTTP client's event hooks, which see every try of openai's retries: the
   HTTP requests against ``max_calls``, the retries by kind, and **the circuit breaker**: ``stop_after_timeouts``
   tries in a row, across every request in flight, that brought no reply (timed out, or no connection) while
@@ -53,11 +56,13 @@ _FATAL_STATUS = {401: "rejected the API key", 403: "refused access with this API
 
 class TransientError(Exception):
     """A request that brought no usable reply in its tries; ``kind``: timeout, connection, too_large,
-    malformed, or the HTTP status of the last try."""
+    malformed, or the HTTP status of the last try; ``sent``: time.monotonic() when its first try was sent (None
+    if none was)."""
 
-    def __init__(self, kind: str, message: str) -> None:
+    def __init__(self, kind: str, message: str, sent: float | None = None) -> None:
         super().__init__(message)
         self.kind = kind
+        self.sent = sent
 
 
 class ItemRejected(Exception):
@@ -135,15 +140,23 @@ class _Tries:
     """The tries of one request, as the HTTP client's hooks see them (one per request, in a context variable:
     the hooks run in the task of the request that sent them)."""
 
-    __slots__ = ("client", "timeout", "count", "started", "status", "error")
+    __slots__ = ("client", "timeout", "limit", "count", "first", "started", "status", "error", "held")
 
-    def __init__(self, client: JudgeClient, timeout: float) -> None:
+    def __init__(self, client: JudgeClient, timeout: float, limit: int, before: _Tries | None = None) -> None:
         self.client = client
         self.timeout = timeout
+        self.limit = limit  # the most tries openai makes of this request
         self.count = 0
+        # time.monotonic() when the request's first try was sent (its tries before a re-ask included)
+        self.first: float | None = before.first if before is not None else None
         self.started = 0.0  # time.monotonic() when the latest try was sent
         self.status: int | None = None  # the latest try's HTTP status
         self.error: Exception | None = None  # why the latest try brought no reply (connect, send, receive)
+        # the latest try holds one of the client's slots; a request asked again at once (``before``: its tries
+        # until now) keeps the slot it held
+        self.held = before is not None and before.held
+        if before is not None:
+            before.held = False
 
     async def trace(self, event: str, info: dict) -> None:
         """httpcore's ``trace`` extension reports each step of a request, a failed one with its exception: a try
@@ -152,6 +165,8 @@ class _Tries:
         error = info.get("exception")
         if event.endswith(".failed") and self.status is None and self.error is None and isinstance(error, Exception):
             self.error = error
+            if self.count < self.limit:  # openai tries again after its backoff (else the caller frees the slot)
+                self.client.free(self)
             self.client.silent(self.client.no_reply(error, self.timeout))
 
 
@@ -171,6 +186,7 @@ class JudgeClient:
     :meth:`close` it there.
 
     ``budget`` counts every HTTP request against the spending cap; :meth:`abort` stops the run's requests.
+    ``connections`` (default: the configuration's ``concurrency``): the kept-alive connections, and the slots.
     """
 
     def __init__(self, config: JudgeConfig, *, budget: CallBudget, connections: int | None = None) -> None:
@@ -194,6 +210,7 @@ class JudgeClient:
         self.gone: JudgeGone | None = None  # set when the circuit breaker stopped the run
         self._silent_in_a_row = 0
         self._last_answer = float("-inf")  # time.monotonic() of the latest whole answer of any kind
+        self._slots = asyncio.Semaphore(connections)
 
     def abort(self) -> None:
         """Stop the run's requests: no new request or retry is sent (they raise :class:`Aborted`)."""
@@ -222,10 +239,18 @@ class JudgeClient:
         if self.stopped:
             raise Aborted()
         if tries.count:  # openai retries: the try before failed
+            self.free(tries)  # if it ended unseen by the hooks (e.g. no connection free in time)
             self._retried(str(tries.status) if tries.status is not None else self.no_reply(tries.error).kind)
+        if not tries.held:
+            await self._slots.acquire()  # given back by the hooks below, or when the request ends
+            tries.held = True
+        if self.stopped:
+            raise Aborted()
         self._budget.take()
         tries.count += 1
         tries.started = time.monotonic()
+        if tries.first is None:
+            tries.first = tries.started
         tries.status = tries.error = None
         request.extensions["trace"] = tries.trace
 
@@ -234,7 +259,15 @@ class JudgeClient:
         if tries is not None:
             tries.status = response.status_code
             if response.status_code != 200:  # a whole answer (a 200's body is read and counted below)
+                if tries.count < tries.limit and _retried_status(response.status_code):  # openai tries again later
+                    self.free(tries)
                 self._answered()
+
+    def free(self, tries: _Tries) -> None:
+        """Give back the slot of the latest try of ``tries``, if it holds one."""
+        if tries.held:
+            tries.held = False
+            self._slots.release()
 
     def no_reply(self, cause: BaseException | None, timeout: float | None = None) -> TransientError:
         """A try that brought no reply: it timed out, or it could not connect (or the connection dropped)."""
@@ -280,29 +313,38 @@ class JudgeClient:
         """
         timeout = timeout or self.config.timeout
         left = tries or self.config.retries + 1
-        while True:
-            if self.stopped:
-                raise Aborted()
-            seen = _Tries(self, timeout)
-            try:
+        seen = None
+        try:
+            while True:
+                if self.stopped:
+                    raise Aborted()
+                seen = _Tries(self, timeout, left, seen)
                 try:
-                    body = await self._send("POST", "chat/completions", request, timeout, left, seen)
-                except openai.APIStatusError as err:
-                    error = self._status_error(err, request.get("model"))
-                    if isinstance(error, JudgeRequestRejected):
-                        self.abort()  # at once, so that no other request is sent bound to fail the same way
-                    raise error from None
-                reply = _chat_completion(body, self.host)
-            except _Fault as fault:
-                left -= seen.count
-                if left <= 0:
-                    raise TransientError(fault.kind, self.redact(str(fault))) from None
-                self._retried(fault.kind)  # asked again at once: a bad reply says nothing about the server's load
-                continue
-            if on_usage is not None:
-                on_usage(reply_usage(reply))
-            self.reached, self.last_reply = True, time.monotonic()
-            return self.redact(reply_text(reply))
+                    try:
+                        body = await self._send("POST", "chat/completions", request, seen)
+                    except openai.APIStatusError as err:
+                        error = self._status_error(err, request.get("model"))
+                        if isinstance(error, JudgeRequestRejected):
+                            self.abort()  # at once, so that no other request is sent bound to fail the same way
+                        raise error from None
+                    reply = _chat_completion(body, self.host)
+                except TransientError as err:
+                    err.sent = seen.first
+                    raise
+                except _Fault as fault:
+                    left -= seen.count
+                    if left <= 0:
+                        raise TransientError(fault.kind, self.redact(str(fault)), seen.first) from None
+                    # asked again at once, in the same slot: a bad reply says nothing about the server's load
+                    self._retried(fault.kind)
+                    continue
+                if on_usage is not None:
+                    on_usage(reply_usage(reply))
+                self.reached, self.last_reply = True, time.monotonic()
+                return self.redact(reply_text(reply))
+        finally:
+            if seen is not None:
+                self.free(seen)
 
     async def list_models(self, timeout: float) -> set[str] | None:
         """The model ids of the endpoint's list (``GET /models``), one try within ``timeout`` seconds.
@@ -311,8 +353,9 @@ class JudgeClient:
         size cap: not every server has it). Raises :class:`TransientError` (timeout, connection) or
         :class:`JudgeRequestRejected` (HTTP 401/403: the key).
         """
+        seen = _Tries(self, timeout, 1)
         try:
-            body = await self._send("GET", "models", None, timeout, 1, _Tries(self, timeout))
+            body = await self._send("GET", "models", None, seen)
             listed = json.loads(body).get("data")
             return {entry["id"] for entry in listed} if isinstance(listed, list) else None
         except openai.APIStatusError as err:
@@ -325,19 +368,22 @@ class JudgeClient:
             raise TransientError(fault.kind, self.redact(str(fault))) from None
         except (ValueError, AttributeError, KeyError, TypeError):
             return None
+        finally:
+            self.free(seen)
 
-    async def _send(self, method: str, path: str, body: dict | None, timeout: float, tries: int, seen: _Tries
-                    ) -> bytes:
-        """The body of a 200 reply to one request (with openai's retries, at most ``tries`` tries, which ``seen``
-        records), read within the deadline and the size cap. Raises :class:`_Fault` for a try cut or dropped while
-        its body arrived, :class:`TransientError` when openai's retries of a timeout or a connection error are
-        used up, ``openai.APIStatusError`` for an HTTP error, and the hooks' stops."""
-        _TRIES.set(seen)
+    async def _send(self, method: str, path: str, body: dict | None, seen: _Tries) -> bytes:
+        """The body of a 200 reply to one request (with openai's retries, at most ``seen.limit`` tries, which
+        ``seen`` records; the caller gives back the slot it holds), read within the deadline (``seen.timeout``)
+        and the size cap. Raises :class:`_Fault` for a try cut or dropped while its body arrived,
+        :class:`TransientError` when openai's retries of a timeout or a connection error are used up,
+        ``openai.APIStatusError`` for an HTTP error, and the hooks' stops."""
+        timeout = seen.timeout
         options = {}  # the client's own unless this request sets others (a probe, a retry after a bad reply)
-        if tries != self.config.retries + 1:
-            options["max_retries"] = tries - 1
+        if seen.limit != self.config.retries + 1:
+            options["max_retries"] = seen.limit - 1
         if timeout != self.config.timeout:
             options["timeout"] = timeout
+        _TRIES.set(seen)
         try:
             if method == "GET":
                 response = await self._openai.get(path, cast_to=httpx2.Response, stream=True, options=options)
@@ -386,7 +432,7 @@ class JudgeClient:
     def _status_error(self, err: openai.APIStatusError, model: str | None) -> Exception:
         status = err.status_code
         message = self.redact(_error_message(err.response.content))
-        if status in (408, 409, 429) or status >= 500:
+        if _retried_status(status):
             return TransientError(str(status), f"HTTP {status} from {self.host}: {message}")
         if status in _FATAL_STATUS:
             return JudgeRequestRejected(
@@ -396,6 +442,11 @@ class JudgeClient:
                 f"({how_to_set('base_url', 'URL')}; it must be the API root, e.g. https://api.openai.com/v1)."
             )
         return ItemRejected(f"HTTP {status} from {self.host}: {message}")
+
+
+def _retried_status(status: int) -> bool:
+    """A status openai retries (HTTP 408, 409, 429, 5xx): the server's load, not the request."""
+    return status in (408, 409, 429) or status >= 500
 
 
 def _chat_completion(body: bytes, host: str) -> dict:

@@ -69,13 +69,15 @@ class JudgeStats:
 
 
 class Live:
-    """Replies from the judge endpoint, one request at a time per prompt, ``concurrency`` prompts at once."""
+    """Replies from the judge endpoint, one request at a time per prompt, ``2 x concurrency`` prompts at once: the
+    client's slots bound the requests in flight to ``concurrency``, and the other prompts ask as soon as a slot is
+    free, while one waits out a backoff."""
 
     batch = False
 
     def __init__(self, client: JudgeClient, concurrency: int) -> None:
         self.client = client
-        self._gate = asyncio.Semaphore(concurrency)
+        self._gate = asyncio.Semaphore(2 * concurrency)
 
     def slot(self) -> asyncio.Semaphore:
         """Held by a prompt for all its asks."""
@@ -189,7 +191,7 @@ class Judge:
                     # Unreachable: nothing has ever answered, or the judge stopped answering (no request of the
                     # run got a reply while this one was tried, and it timed out or could not connect). A judge
                     # that hangs mid-run then stops the run after one item's tries, not after every item's.
-                    gone = exc.kind in ("timeout", "connection") and client.last_reply < asked
+                    gone = exc.kind in ("timeout", "connection") and client.last_reply < (exc.sent or asked)
                     if not client.reached or gone:
                         client.abort()
                         raise self._unreachable(exc, since_start=not client.reached) from None

@@ -592,8 +592,8 @@ class StubOpenAIServer:
                     self.send_header("Content-Length", str(len(data)))
                     for key, value in (headers or {}).items():
                         self.send_header(key, value)
-                    self.end_headers()
                     self._done()
+                    self.end_headers()
                     self.wfile.write(data)
                 except OSError:
                     self.close_connection = True
@@ -685,8 +685,8 @@ class StubOpenAIServer:
                     self._done()
 
             def _done(self):
-                """The request stops counting as in flight: before the last bytes of a whole reply go out (the
-                client may send its next request as soon as it has them), or when the handler ends."""
+                """The request stops counting as in flight: before the first bytes of a whole reply go out (a
+                client may send its next request as soon as it has the status line), or when the handler ends."""
                 if getattr(self, "_handling", False):
                     self._handling = False
                     with stub._lock:
