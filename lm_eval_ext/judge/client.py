@@ -241,8 +241,8 @@ class JudgeClient:
         if tries.count:  # openai retries: the try before failed
             self.free(tries)  # if it ended unseen by the hooks (e.g. no connection free in time)
             self._retried(str(tries.status) if tries.status is not None else self.no_reply(tries.error).kind)
-        if not tries.held:
-            await self._slots.acquire()  # given back by the hooks below, or when the request ends
+        if not tries.held:  # a retry, after the client's backoff (a first try has its slot from _send)
+            await self._slots.acquire()
             tries.held = True
         if self.stopped:
             raise Aborted()
@@ -383,6 +383,9 @@ class JudgeClient:
             options["max_retries"] = seen.limit - 1
         if timeout != self.config.timeout:
             options["timeout"] = timeout
+        if not seen.held:  # taken here, before the client's own work, so that requests go in the order they come
+            await self._slots.acquire()  # given back by the hooks, or by the caller when the request ends
+            seen.held = True
         _TRIES.set(seen)
         try:
             if method == "GET":
