@@ -280,7 +280,7 @@ class Judge:
 
     async def _judge_all(self, work: list[tuple[str, list[dict[str, str]]]], what: str) -> dict[str, JudgeResult]:
         """Verdicts of ``work`` (prompt key, messages): every prompt a task on this event loop, through the live
-        source (``concurrency`` prompts at a time) or the batch API."""
+        source (``concurrency`` requests in flight) or the batch API."""
         budget = CallBudget(self.config.max_calls)
         client = JudgeClient(self.config, budget=budget)
         live = Live(client, self.config.concurrency)
