@@ -13,9 +13,9 @@ from the environment. The reply's body is read here, in pieces as it arrives, so
 - **replies asked again at once**: a body cut at the deadline or the cap, dropped mid-way, or that is not a
   chat completion (not JSON, empty, another shape) says nothing about the server's load: it is asked again
   without a wait. Every try counts against the request's ``retries + 1``, openai's retries included;
-- **slots**: at most ``concurrency`` tries in flight. A try takes a slot when it is sent and gives it back when its
-  answer has come (or it failed): a request waiting out the client's backoff holds none, so the other requests
-  keep the connections busy meanwhile;
+- **slots**: at most ``concurrency`` requests in flight. A request takes a slot before its first try and keeps it
+  until it ends, a re-ask at once included, but not while it waits out the client's backoff (after a status the
+  client retries, or a failed connection): the other requests keep the connections busy meanwhile;
 - **the counts of a run**, from the HTTP client's event hooks, which see every try of openai's retries: the
   HTTP requests against ``max_calls``, the retries by kind, and **the circuit breaker**: ``stop_after_timeouts``
   tries in a row, across every request in flight, that brought no reply (timed out, or no connection) while
