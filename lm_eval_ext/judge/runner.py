@@ -19,7 +19,6 @@ import dataclasses
 import json
 import logging
 import sys
-import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -173,7 +172,6 @@ class Judge:
             reply = self.cache.get(key)
             if reply is None:
                 calls += 1
-                asked = time.monotonic()
                 reservation, cost_before = METER.reserve(self.config, request, batch=source.batch), usage.cost
                 try:
                     reply = await source.reply(key, request, usage)
@@ -191,7 +189,8 @@ class Judge:
                     # Unreachable: nothing has ever answered, or the judge stopped answering (no request of the
                     # run got a reply while this one was tried, and it timed out or could not connect). A judge
                     # that hangs mid-run then stops the run after one item's tries, not after every item's.
-                    gone = exc.kind in ("timeout", "connection") and client.last_reply < (exc.sent or asked)
+                    gone = (exc.kind in ("timeout", "connection") and exc.sent is not None
+                            and client.last_reply < exc.sent)
                     if not client.reached or gone:
                         client.abort()
                         raise self._unreachable(exc, since_start=not client.reached) from None
