@@ -167,12 +167,11 @@ def test_openai_compatible_server_with_a_perfect_responder(run_cli, tiny_model_d
 
     out = tmp_path / "out"
     with StubOpenAIServer(responder=lookup) as srv:
-        tasks_dir = run_cli(["lm-eval-ext", "tasks-dir"]).stdout.strip()
-        proc = run_cli(["lm_eval", "run", "--include_path", tasks_dir, "--model", "local-chat-completions",
+        proc = run_cli(["lm-eval-ext", "run", "--model", "local-chat-completions",
                         "--model_args", f"base_url={srv.chat_url},model=stub,tokenizer_backend=none,max_length=8000",
                         "--apply_chat_template", "--tasks", "litm_kv_75keys_qac", "--limit", "8",
                         "--metadata", json.dumps({"tokenizer": str(tiny_model_dir)}), "--output_path", str(out)])
-        bodies = [r["body"] for r in srv.requests]
+        bodies = [r["body"] for r in srv.requests if r["method"] == "POST"]  # (the check before the run is a GET)
     assert proc.returncode == 0, proc.stderr[-3000:]
     metrics = json.loads(next(out.rglob("results_*.json")).read_text())["results"]["litm_kv_75keys_qac"]
     # 2 records x 4 positions, all answered right: every accuracy 1, a flat curve, nothing skipped

@@ -106,30 +106,21 @@ def test_good_server_gives_the_metrics_of_the_same_logprobs(run_cli, tiny_model_
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("fault", "paragraph"), [("no_echo", _no_echo_paragraph),
-                                                  ("no_generated", _no_generated_paragraph)])
-def test_broken_server_stops_the_run_with_one_paragraph(run_cli, tiny_model_dir, data_dir, tmp_path, fault, paragraph):
+@pytest.mark.parametrize(("fault", "paragraph", "program"), [
+    ("no_echo", _no_echo_paragraph, ("lm_eval", "run")),
+    ("no_generated", _no_generated_paragraph, ("lm-eval-ext", "run")),
+], ids=["no_echo-lm_eval", "no_generated-lm-eval-ext"])
+def test_broken_server_stops_the_run_with_one_paragraph(run_cli, tiny_model_dir, data_dir, tmp_path, fault, paragraph,
+                                                        program):
+    """Through either command, the plugin's paragraph alone (lm_eval_ext/user_errors.py), exit 2."""
     from doubles.stub_openai import StubOpenAIServer
 
     with StubOpenAIServer(text="x", logprobs_fault=fault) as srv:
-        proc = run_cli(_command(srv, tiny_model_dir, tmp_path / "out"))
+        proc = run_cli(_command(srv, tiny_model_dir, tmp_path / "out", program=program))
         url = srv.completions_url
-    # the plain harness's command too: the plugin's paragraph alone (lm_eval_ext/user_errors.py), exit 2
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
     assert proc.stderr.rstrip().splitlines()[-1] == "lm-eval-ext: error: " + paragraph(url)
     assert not list((tmp_path / "out").rglob("results_*.json"))  # no results that look valid
-
-
-@pytest.mark.slow
-def test_lm_eval_ext_run_prints_the_paragraph_alone(run_cli, tiny_model_dir, data_dir, tmp_path):
-    from doubles.stub_openai import StubOpenAIServer
-
-    with StubOpenAIServer(text="x", logprobs_fault="no_generated") as srv:
-        proc = run_cli(_command(srv, tiny_model_dir, tmp_path / "out", program=("lm-eval-ext", "run")))
-        url = srv.completions_url
-    assert proc.returncode == 2
-    assert "Traceback" not in proc.stderr
-    assert proc.stderr.rstrip().splitlines()[-1] == "lm-eval-ext: error: " + _no_generated_paragraph(url)
 
 
 def test_a_sentence_logprob_of_exactly_zero_stops_any_model(data_dir, tmp_path):

@@ -65,15 +65,14 @@ def test_the_built_in_tasks_are_indexed_unless_the_named_tasks_are_all_in_the_pl
         assert not preflight._self_contained(names, index)
 
 
-@pytest.mark.parametrize("tasks,expected", [
-    ("lieder_bse", "Unknown task or group 'lieder_bse' in --tasks. Did you mean: lieder_base"),
-    ("elitr_bench_qa_dev_stt", "Did you mean: elitr_bench_qa_dev_st"),
-])
-def test_misspelled_task_names(run_cli, tmp_path, tasks, expected):
-    proc = run_cli(["lm-eval-ext", "run", *_canned(tmp_path), "--tasks", tasks])
+def test_misspelled_task_names(run_cli, tmp_path):
+    """Each name the harness and the plugin do not know is a paragraph of its own, with the names it is close to."""
+    proc = run_cli(["lm-eval-ext", "run", *_canned(tmp_path), "--tasks", "lieder_bse,elitr_bench_qa_dev_stt"])
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
-    (paragraph,) = _paragraphs(proc.stderr)
-    assert expected in paragraph
+    lieder, elitr = _paragraphs(proc.stderr)
+    assert lieder.startswith("Unknown task or group 'lieder_bse' in --tasks. Did you mean: lieder_base")
+    assert elitr.startswith("Unknown task or group 'elitr_bench_qa_dev_stt' in --tasks. Did you mean: "
+                            "elitr_bench_qa_dev_st")
     assert not (tmp_path / "calls.jsonl").exists()
 
 
@@ -193,6 +192,28 @@ def test_judge_without_a_key(run_cli, data_dir, tmp_path):
     assert proc.returncode == 2
     (paragraph,) = _paragraphs(proc.stderr)
     assert f"The judge needs an API key in the environment variable {KEY_ENV}, which is not set" in paragraph
+    assert not (tmp_path / "calls.jsonl").exists()
+
+
+def test_misspelled_judge_option(run_cli, data_dir, tmp_path):
+    proc = _judged_run(run_cli, tmp_path, {"judge_base_url": "http://127.0.0.1:9/v1", "judge_api_key_env": KEY_ENV,
+                                           "judge_modle": "gpt-4o"}, {KEY_ENV: KEY})
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    (paragraph,) = _paragraphs(proc.stderr)
+    assert paragraph.startswith("elitr_bench_qa_dev_st: Unknown judge option 'judge_modle' in --metadata. Did you mean "
+                                "'judge_model'? Known judge options: judge, judge_api_key_env, ")
+    assert not (tmp_path / "calls.jsonl").exists()
+
+
+def test_judge_template_without_a_field(run_cli, data_dir, tmp_path):
+    template = tmp_path / "template.txt"
+    template.write_text("Question: {question}\nAnswer: {response}\nScore it.\n")
+    proc = _judged_run(run_cli, tmp_path, {"judge_base_url": "http://127.0.0.1:9/v1", "judge_api_key_env": KEY_ENV,
+                                           "judge_template": str(template)}, {KEY_ENV: KEY})
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    (paragraph,) = _paragraphs(proc.stderr)
+    assert paragraph == (f"elitr_bench_qa_dev_st: The judge template {template} lacks the field(s) {{reference}}; a "
+                         "judge template must contain {question}, {response} and {reference}.")
     assert not (tmp_path / "calls.jsonl").exists()
 
 

@@ -168,14 +168,15 @@ def test_gen_kwargs_as_a_dict_or_as_text_is_one_setting_in_the_report_and_the_ex
 
 
 def test_the_gen_kwargs_the_installed_harness_records_are_read(run_cli, data_dir, tmp_path):
-    """A run of the installed harness with --gen_kwargs: the report's settings and the export read what it recorded."""
+    """A run of the installed harness (`lm-eval-ext run` runs it) with --gen_kwargs: the report's settings and the
+    export read what it recorded."""
     from lm_eval_ext.export.write import export_leaderboard
     from lm_eval_ext.results.load import load_models
 
     responses = tmp_path / "responses.json"
     responses.write_text(json.dumps({"rules": [], "default": "no idea"}))
-    proc = run_cli(["lm_eval", "run", "--model", "ext-canned-gen", "--model_args", f"responses={responses}", "--tasks",
-                    "litm_qa_closedbook", "--limit", "2", "--gen_kwargs", "max_gen_toks=64,temperature=0",
+    proc = run_cli(["lm-eval-ext", "run", "--model", "ext-canned-gen", "--model_args", f"responses={responses}",
+                    "--tasks", "litm_qa_closedbook", "--limit", "2", "--gen_kwargs", "max_gen_toks=64,temperature=0",
                     "--output_path", str(tmp_path / "out")])
     assert proc.returncode == 0, proc.stderr[-3000:]
     (model,) = load_models([str(tmp_path / "out")])
