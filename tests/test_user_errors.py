@@ -97,7 +97,8 @@ def test_simple_evaluate_in_a_script(run_cli, data_dir, tmp_path):
         "doubles.register()  # the scripted model, as a script of the user's would use a model of its own\n"
         f"metadata = {{'judge': 'gpt4', 'judge_api_key_env': {KEY_ENV!r}}}\n"
         f"lm_eval.simple_evaluate(model='ext-canned-gen', model_args={{'responses': {str(responses)!r}}},\n"
-        f"                       tasks=[{JUDGED!r}], limit=2, task_manager=TaskManager(metadata=metadata))\n"
+        f"                       tasks=[{JUDGED!r}], limit=2,\n"
+        "                       task_manager=TaskManager(include_defaults=False, metadata=metadata))\n"
         "print('not reached')\n")
     # a process of its own: a script's uncaught error ends its interpreter through the plugin's exception hook
     proc = run_cli([sys.executable, "-c", script], env={KEY_ENV: KEY}, timeout=600)
