@@ -262,6 +262,14 @@ def run_config(args):
     return EvaluatorConfig.from_cli(args)
 
 
+def task_names(tasks) -> list[str]:
+    """The names a run's ``tasks`` setting stands for, as the harness reads it: split at commas (``--tasks a,b``; in a
+    ``--config`` file ``tasks: a,b`` or a list whose items may hold commas), each with the spaces around it dropped
+    where the harness drops them (0.5; lm-eval 0.4 reads ``a, b`` as the names ``a`` and `` b``)."""
+    names = [name for item in (tasks if isinstance(tasks, list) else [tasks]) for name in str(item).split(",")]
+    return [name.strip() for name in names] if features().task_names_stripped else names
+
+
 def _harness_command():
     # Private: the harness documents the `lm_eval` command, not the function its console script calls.
     from lm_eval.__main__ import cli_evaluate
@@ -454,6 +462,7 @@ class HarnessFeatures(NamedTuple):
     filters_list_per_doc: bool  # a filter step returns a list per document (take_first: [r[0]], not r[0])
     filter_options_in_kwargs: bool  # TaskConfig moves a filter step's options under "kwargs"
     private_task_index: bool  # the TaskManager's index is _task_index (0.4: task_index)
+    task_names_stripped: bool  # EvaluatorConfig.process_tasks drops the spaces around each name of --tasks
 
 
 @functools.cache
@@ -473,7 +482,15 @@ def features() -> HarnessFeatures:
         filters_list_per_doc=_probe_take_first() == [["a"]],
         filter_options_in_kwargs=step.get("kwargs") == {"probe": 1},
         private_task_index=not hasattr(TaskManager, "task_index") and hasattr(TaskManager, "_task_index"),
+        task_names_stripped="strip" in _code_names(_process_tasks()),
     )
+
+
+def _process_tasks():
+    # Private: EvaluatorConfig is public, process_tasks (its reading of the task names) is not.
+    from lm_eval.config.evaluate_config import EvaluatorConfig
+
+    return EvaluatorConfig.process_tasks
 
 
 def _probe_instance(keywords: bool):
@@ -636,6 +653,11 @@ def _feature_checks(found: HarnessFeatures) -> list[tuple[str, Callable[[], bool
         ("lm_eval.tasks.TaskManager._task_index" if found.private_task_index else
          "lm_eval.tasks.TaskManager.task_index",
          lambda: hasattr(TaskManager, "_task_index" if found.private_task_index else "task_index")),
+        ("EvaluatorConfig.process_tasks splitting the task names at commas, the spaces around them dropped"
+         if found.task_names_stripped else
+         "EvaluatorConfig.process_tasks splitting the task names at commas, the spaces around them kept",
+         lambda: "split" in _code_names(_process_tasks())
+         and ("strip" in _code_names(_process_tasks())) == found.task_names_stripped),
     ]
 
 

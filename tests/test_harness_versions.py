@@ -40,6 +40,8 @@ INTERNALS = {
     "filters_list_per_doc": ("a list per document (take_first: [r[0]])", "one value per document (take_first: r[0])"),
     "filter_options_in_kwargs": ("options under kwargs", "options beside function"),
     "private_task_index": ("TaskManager._task_index", "TaskManager.task_index"),
+    "task_names_stripped": ("task names at commas, the spaces around them dropped",
+                            "task names at commas, the spaces around them kept"),
 }
 
 # The internals the plugin's commands reach through the boundary: what the guard names -> the boundary's function

@@ -76,6 +76,32 @@ def test_misspelled_task_names(run_cli, tmp_path):
     assert not (tmp_path / "calls.jsonl").exists()
 
 
+@pytest.mark.parametrize("tasks,names", [
+    ("lieder_base", ["lieder_base"]),
+    ("lieder_base,lieder_two", ["lieder_base", "lieder_two"]),  # --tasks a,b, or `tasks: a,b` in a --config file
+    (["lieder_base", "lieder_two,lieder_diff"], ["lieder_base", "lieder_two", "lieder_diff"]),  # a --config list
+    ("lieder_base,", ["lieder_base", ""]),  # an empty name, which the harness rejects too
+    ("lieder_base, lieder_two", ["lieder_base", "lieder_two"] if boundary.harness_version().startswith("0.5")
+     else ["lieder_base", " lieder_two"]),  # lm-eval 0.5 drops the spaces around a name, 0.4 keeps them
+])
+def test_task_names_are_read_as_the_harness_reads_them(tasks, names):
+    assert boundary.task_names(tasks) == names
+
+
+def test_a_config_file_may_name_its_tasks_in_one_string(run_cli, data_dir, tmp_path):
+    """`tasks: lieder_base,lieder_two` in a --config file (the harness reads it as two names): `lm-eval-ext run`
+    checks and runs both."""
+    table = tmp_path / "table.json"
+    table.write_text(json.dumps({"entries": [], "default": -3.0}))
+    config = tmp_path / "run.yaml"
+    config.write_text(json.dumps({"model": "ext-loglik-table", "model_args": {"table": str(table)},
+                                  "tasks": "lieder_base,lieder_two", "limit": 2, "output_path": str(tmp_path / "out")}))
+    proc = run_cli(["lm-eval-ext", "run", "--config", config])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (results,) = (tmp_path / "out").rglob("results_*.json")
+    assert sorted(json.loads(results.read_text())["results"]) == ["lieder_base", "lieder_two"]
+
+
 def test_every_problem_is_reported_at_once(run_cli, tmp_path):
     blocker = tmp_path / "a_file"
     blocker.write_text("")

@@ -203,8 +203,7 @@ def run_checks(args, *, model_required: bool = True) -> Preflight:
         report.unchecked.append("the model's arguments (no --model or --model_args)")
     if cfg.predict_only:
         report.unchecked.append("the judge (--predict_only)")
-    names = [t for t in (cfg.tasks if isinstance(cfg.tasks, list) else [cfg.tasks]) if isinstance(t, str)]
-    index, selected = _resolve_names(names, cfg.include_path, report)
+    index, selected = _resolve_names(boundary.task_names(cfg.tasks), cfg.include_path, report)
     leaves = _leaves(selected, index)
     unsafe = [name for name in leaves if (index[name].config or {}).get("unsafe_code")]
     if unsafe and not cfg.confirm_run_unsafe_code:

@@ -39,11 +39,6 @@ class ResultsNotWrittenError(UserError):
     """The run finished but its results file is missing or incomplete."""
 
 
-def requested_tasks(args) -> list[str]:
-    """The task, group and tag names given with ``--tasks`` (comma-separated or repeated)."""
-    return [name for item in (args.tasks or []) for name in str(item).split(",") if name]
-
-
 def add_run_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """Add ``run`` to a CLI's subparsers: every flag after it goes to ``lm_eval run`` (``--help`` shows them)."""
     run = subparsers.add_parser(
@@ -70,8 +65,7 @@ def main(argv: list[str]) -> int:
     raise_on_failures(report)
     for note in report.notes:
         print(f"lm-eval-ext: note: {note}", file=sys.stderr)
-    if requested_tasks(args) and not getattr(args, "config", None):
-        boundary.index_builtin_tasks(report.needs_builtin_tasks)
+    boundary.index_builtin_tasks(report.needs_builtin_tasks)  # decided on the tasks of the flags and --config's file
     started = time.time()
     boundary.run_harness(argv)
     # the run's configuration as the harness made it: --config's YAML may set the metadata and the output path
