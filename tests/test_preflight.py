@@ -102,6 +102,16 @@ def test_a_config_file_may_name_its_tasks_in_one_string(run_cli, data_dir, tmp_p
     assert sorted(json.loads(results.read_text())["results"]) == ["lieder_base", "lieder_two"]
 
 
+def test_a_misspelled_task_of_a_config_file_is_named_there(run_cli, tmp_path):
+    config = tmp_path / "run.yaml"
+    config.write_text(json.dumps({"tasks": "lieder_bse", "model": "dummy", "limit": 2}))
+    proc = run_cli(["lm-eval-ext", "run", "--config", config])
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    (paragraph,) = _paragraphs(proc.stderr)
+    assert paragraph.startswith(f"Unknown task or group 'lieder_bse' in the tasks of the --config file {config}. Did "
+                                "you mean: lieder_base")
+
+
 def test_every_problem_is_reported_at_once(run_cli, tmp_path):
     blocker = tmp_path / "a_file"
     blocker.write_text("")

@@ -92,9 +92,10 @@ def _self_contained(names: list[str], index: dict) -> bool:
     return True
 
 
-def _resolve_names(names: list[str], include_path, report: Preflight) -> tuple[dict, list[str]]:
+def _resolve_names(names: list[str], include_path, report: Preflight,
+                   where: str = "--tasks") -> tuple[dict, list[str]]:
     """The task index holding every requested name (the plugin's and --include_path's alone when they hold every
-    task asked for), and the names."""
+    task asked for), and the names; ``where`` is where the names were given, for the failure paragraphs."""
     wanted = [n for n in names if not (n.endswith(".yaml") or Path(n).exists())]
     index = boundary.task_index(include_path=include_path, include_defaults=False)
     report.needs_builtin_tasks = len(wanted) < len(names) or not _self_contained(wanted, index)
@@ -106,7 +107,7 @@ def _resolve_names(names: list[str], include_path, report: Preflight) -> tuple[d
         if not found:
             close = difflib.get_close_matches(name, list(index), n=3, cutoff=0.6)
             hint = f" Did you mean: {', '.join(close)}?" if close else ""
-            report.fail(f"Unknown task or group {name!r} in --tasks.{hint} `lm_eval ls tasks` lists every task and "
+            report.fail(f"Unknown task or group {name!r} in {where}.{hint} `lm_eval ls tasks` lists every task and "
                         "group the harness and the plugin provide.")
         selected += found
     return index, selected
@@ -203,7 +204,8 @@ def run_checks(args, *, model_required: bool = True) -> Preflight:
         report.unchecked.append("the model's arguments (no --model or --model_args)")
     if cfg.predict_only:
         report.unchecked.append("the judge (--predict_only)")
-    index, selected = _resolve_names(boundary.task_names(cfg.tasks), cfg.include_path, report)
+    where = "--tasks" if getattr(args, "tasks", None) else f"the tasks of the --config file {args.config}"
+    index, selected = _resolve_names(boundary.task_names(cfg.tasks), cfg.include_path, report, where)
     leaves = _leaves(selected, index)
     unsafe = [name for name in leaves if (index[name].config or {}).get("unsafe_code")]
     if unsafe and not cfg.confirm_run_unsafe_code:
