@@ -66,13 +66,16 @@ def test_the_built_in_tasks_are_indexed_unless_the_named_tasks_are_all_in_the_pl
 
 
 def test_misspelled_task_names(run_cli, tmp_path):
-    """Each name the harness and the plugin do not know is a paragraph of its own, with the names it is close to."""
-    proc = run_cli(["lm-eval-ext", "run", *_canned(tmp_path), "--tasks", "lieder_bse,elitr_bench_qa_dev_stt"])
+    """Each name the harness and the plugin do not know is a paragraph of its own, with the names it is close to in
+    spelling or but for its case (names are case-sensitive)."""
+    proc = run_cli(["lm-eval-ext", "run", *_canned(tmp_path), "--tasks",
+                    "lieder_bse,elitr_bench_qa_dev_stt,LIEDER_TWO"])
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
-    lieder, elitr = _paragraphs(proc.stderr)
+    lieder, elitr, upper = _paragraphs(proc.stderr)
     assert lieder.startswith("Unknown task or group 'lieder_bse' in --tasks. Did you mean: lieder_base")
     assert elitr.startswith("Unknown task or group 'elitr_bench_qa_dev_stt' in --tasks. Did you mean: "
                             "elitr_bench_qa_dev_st")
+    assert upper.startswith("Unknown task or group 'LIEDER_TWO' in --tasks. Did you mean: lieder_two")
     assert not (tmp_path / "calls.jsonl").exists()
 
 

@@ -105,7 +105,11 @@ def _resolve_names(names: list[str], include_path, report: Preflight,
     for name in wanted:
         found = _matches(name, index)
         if not found:
-            close = difflib.get_close_matches(name, list(index), n=3, cutoff=0.6)
+            lowered = {}  # compared in lower case: `LIEDER_BASE` is close to `lieder_base`
+            for known in index:
+                lowered.setdefault(known.lower(), []).append(known)
+            close = [known for match in difflib.get_close_matches(name.lower(), list(lowered), n=3, cutoff=0.6)
+                     for known in lowered[match]]
             hint = f" Did you mean: {', '.join(close)}?" if close else ""
             report.fail(f"Unknown task or group {name!r} in {where}.{hint} `lm_eval ls tasks` lists every task and "
                         "group the harness and the plugin provide.")
