@@ -265,7 +265,7 @@ def run_config(args):
 def task_names(tasks) -> list[str]:
     """The names a run's ``tasks`` setting stands for, as the harness reads it: split at commas (``--tasks a,b``; in a
     ``--config`` file ``tasks: a,b`` or a list whose items may hold commas), each with the spaces around it dropped
-    where the harness drops them (0.5; lm-eval 0.4 reads ``a, b`` as the names ``a`` and `` b``)."""
+    where the harness drops them (0.5; lm-eval 0.4 reads ``a, b`` as ``a`` and ``b`` with a space before it)."""
     names = [name for item in (tasks if isinstance(tasks, list) else [tasks]) for name in str(item).split(",")]
     return [name.strip() for name in names] if features().task_names_stripped else names
 

@@ -67,7 +67,7 @@ def test_the_built_in_tasks_are_indexed_unless_the_named_tasks_are_all_in_the_pl
 
 def test_misspelled_task_names(run_cli, tmp_path):
     """Each name the harness and the plugin do not know is a paragraph of its own, with the names it is close to in
-    spelling or but for its case (names are case-sensitive)."""
+    any case (names are case-sensitive: `LIEDER_TWO` is not `lieder_two`)."""
     proc = run_cli(["lm-eval-ext", "run", *_canned(tmp_path), "--tasks",
                     "lieder_bse,elitr_bench_qa_dev_stt,LIEDER_TWO"])
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
