@@ -287,6 +287,21 @@ def test_samples_that_cannot_be_written_fail_the_run_and_resume_writes_them(run_
     assert cut.read_bytes() == samples.read_bytes()[:full]  # the same samples, cut where the disk was full
 
 
+def test_a_group_named_in_the_saved_command_is_resumed_through_its_tasks(tmp_path, capsys):
+    """The saved run named a group and a task (`--tasks lieder,lieder_base`, as the harness reads it: split at the
+    comma); its answers are of the task alone: resume runs that task, and a note names the group."""
+    from lm_eval_ext.answers import FORMAT
+    from lm_eval_ext.commands.resume import resume_arguments
+
+    command = ["lm-eval-ext", "run", "--model", "hf", "--model_args", "pretrained=m", "--tasks", "lieder,lieder_base"]
+    (tmp_path / "lieder_base.jsonl").write_text(json.dumps({"format": FORMAT, "task": "lieder_base", "command": command,
+                                                            "rank": 0, "world_size": 1}) + "\n")
+    flags = resume_arguments(str(tmp_path), [])
+    assert flags[flags.index("--tasks") + 1:] == ["lieder_base"]
+    assert capsys.readouterr().err == (f"lm-eval-ext: note: lieder saved no answers of their own in {tmp_path} (groups "
+                                       "and tags are resumed through their tasks: lieder_base)\n")
+
+
 def test_an_empty_samples_file_is_set_aside(tmp_path):
     """A samples file left empty (the disk was full when the harness opened it) is not left under its real name."""
     from lm_eval_ext.commands.run import ResultsNotWrittenError, _check_results

@@ -101,19 +101,21 @@ def _resolve_names(names: list[str], include_path, report: Preflight,
     report.needs_builtin_tasks = len(wanted) < len(names) or not _self_contained(wanted, index)
     if report.needs_builtin_tasks:
         index = boundary.task_index(include_path=include_path, include_defaults=True)
-    selected = []
+    selected, unknown = [], []
     for name in wanted:
         found = _matches(name, index)
         if not found:
-            lowered = {}  # compared in lower case: `LIEDER_BASE` is close to `lieder_base`
-            for known in index:
-                lowered.setdefault(known.lower(), []).append(known)
-            close = [known for match in difflib.get_close_matches(name.lower(), list(lowered), n=3, cutoff=0.6)
-                     for known in lowered[match]]
-            hint = f" Did you mean: {', '.join(close)}?" if close else ""
-            report.fail(f"Unknown task or group {name!r} in {where}.{hint} `lm_eval ls tasks` lists every task and "
-                        "group the harness and the plugin provide.")
+            unknown.append(name)
         selected += found
+    lowered = {}  # names compared in lower case: `LIEDER_BASE` is close to `lieder_base`
+    for known in index if unknown else ():
+        lowered.setdefault(known.lower(), []).append(known)
+    for name in unknown:
+        close = [known for match in difflib.get_close_matches(name.lower(), list(lowered), n=3, cutoff=0.6)
+                 for known in lowered[match]]
+        hint = f" Did you mean: {', '.join(close)}?" if close else ""
+        report.fail(f"Unknown task or group {name!r} in {where}.{hint} `lm_eval ls tasks` lists every task and "
+                    "group the harness and the plugin provide.")
     return index, selected
 
 

@@ -41,7 +41,7 @@ def _without(flags: list[str], names: set[str]) -> list[str]:
 
 def resume_arguments(folder: str, extra: list[str]) -> list[str]:
     """The ``lm-eval-ext run`` flags that replay the saved run in ``folder`` (then ``extra``)."""
-    from ..boundary import parse_run_args
+    from ..boundary import parse_run_args, task_names
 
     saved = load(folder)
     if saved.run_args() is None:
@@ -54,7 +54,7 @@ def resume_arguments(folder: str, extra: list[str]) -> list[str]:
     overridden = {flag.split("=", 1)[0] for flag in extra if flag.startswith("-")}
     base = _without(flags, REPLACED | overridden)
     original = parse_run_args(flags)
-    dropped = [t for t in original.tasks or [] for t in str(t).split(",") if t and t not in saved.tasks]
+    dropped = [t for t in task_names(original.tasks or []) if t and t not in saved.tasks]
     if dropped:
         print(f"lm-eval-ext: note: {', '.join(dropped)} saved no answers of their own in {folder} (groups and tags "
               f"are resumed through their tasks: {', '.join(saved.tasks)})", file=sys.stderr)
