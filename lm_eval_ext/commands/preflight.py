@@ -114,6 +114,8 @@ def _resolve_names(names: list[str], include_path, report: Preflight,
         close = [known for match in difflib.get_close_matches(name.lower(), list(lowered), n=3, cutoff=0.6)
                  for known in lowered[match]]
         hint = f" Did you mean: {', '.join(close)}?" if close else ""
+        if name.strip() != name and name.strip() in index:  # lm-eval 0.4 reads `a, b` as `a` and ` b`
+            hint = f" This harness keeps the spaces around a name: write {name.strip()!r} without them."
         report.fail(f"Unknown task or group {name!r} in {where}.{hint} `lm_eval ls tasks` lists every task and "
                     "group the harness and the plugin provide.")
     return index, selected
@@ -233,6 +235,8 @@ def _check_model(name, model_args, report: Preflight) -> None:
     except ValueError:
         close = difflib.get_close_matches(name, list(model_registry.keys()), n=3, cutoff=0.6)
         hint = f" Did you mean: {', '.join(close)}?" if close else ""
+        if name.strip() != name and name.strip() in index:  # lm-eval 0.4 reads `a, b` as `a` and ` b`
+            hint = f" This harness keeps the spaces around a name: write {name.strip()!r} without them."
         report.fail(f"Unknown model {name!r} in --model.{hint} Known models: {', '.join(sorted(model_registry.keys()))}.")
     except ImportError as err:
         report.fail(f"The model {name!r} (--model) needs a package that is not installed: {err}. Install the "
