@@ -86,7 +86,8 @@ def paragraph(interrupt: KeyboardInterrupt) -> str:
 
 def stop(interrupt: KeyboardInterrupt) -> None:
     """Print :func:`paragraph` and end the process with :func:`exit_code` (in an interactive session: only print)."""
-    print(f"lm-eval-ext: {paragraph(interrupt)}", file=sys.stderr)
+    # on a line of its own: the signal usually cuts a progress bar short, leaving its line open
+    print(f"\nlm-eval-ext: {paragraph(interrupt)}", file=sys.stderr)
     if hasattr(sys, "ps1") or sys.flags.interactive:
         if signal.getsignal(signal.SIGINT) is signal.SIG_DFL:  # the session goes on: Ctrl-C as Python has it
             signal.signal(signal.SIGINT, signal.default_int_handler)

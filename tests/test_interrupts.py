@@ -180,6 +180,20 @@ def test_nothing_saved_yet_is_said(monkeypatch, tmp_path):
     assert interrupts.exit_code(KeyboardInterrupt()) == 130 and interrupts.exit_code(interrupts.Terminated()) == 143
 
 
+def test_the_paragraph_starts_a_line_of_its_own(monkeypatch, capsys):
+    """A signal mostly lands while the harness draws a progress bar, whose line stays open: the harness closes its
+    bars only after their loop ends (seen with Ctrl-C in `lm-eval-ext run` of a real model's generations)."""
+    from lm_eval_ext import answers, interrupts
+
+    monkeypatch.setattr(answers, "_SAVED", {})
+    monkeypatch.setattr(sys, "ps1", ">>> ", raising=False)  # an interactive session: stop() prints and returns
+    print("Running generate_until requests:   3%|▎         | 9/300 [00:24<13:06,  2.70s/it]", end="", file=sys.stderr)
+    interrupts.stop(KeyboardInterrupt())
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "lm-eval-ext: Stopped by Ctrl-C (SIGINT) before any model answer was saved: there is nothing to resume; run "
+        "the command again.")
+
+
 def test_a_task_left_unscored_by_an_earlier_run_is_not_saved_with_the_next_runs_answers(data_dir, tmp_path):
     """In a script, a run that stopped after generation (another task's scoring failed) leaves a plugin task with
     answers it never saved; the next run in the process saves its own tasks' answers only."""
