@@ -134,6 +134,14 @@ def test_every_problem_is_reported_at_once(run_cli, tmp_path):
     assert output.startswith(f"The output path {blocker / 'out'} cannot be written")
 
 
+def test_a_model_name_with_spaces_around_it_is_told_to_drop_them(run_cli):
+    proc = run_cli(["lm-eval-ext", "check", "--model", " hf", "--tasks", "lieder_base"])
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    (model,) = _paragraphs(proc.stderr)
+    assert model.startswith("Unknown model ' hf' in --model. The harness keeps the spaces around a name: write 'hf' "
+                            "without them. Known models: "), model
+
+
 @pytest.mark.parametrize("limit", ["0", "-1", "2.5"])
 def test_bad_limits(run_cli, tmp_path, limit):
     proc = run_cli(["lm-eval-ext", "run", *_canned(tmp_path), "--tasks", "lieder_base", "--limit", limit])

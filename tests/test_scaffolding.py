@@ -10,7 +10,6 @@ import concurrent.futures
 import json
 import math
 import os
-import re
 from pathlib import Path
 
 import pytest

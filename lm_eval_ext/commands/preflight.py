@@ -235,8 +235,8 @@ def _check_model(name, model_args, report: Preflight) -> None:
     except ValueError:
         close = difflib.get_close_matches(name, list(model_registry.keys()), n=3, cutoff=0.6)
         hint = f" Did you mean: {', '.join(close)}?" if close else ""
-        if name.strip() != name and name.strip() in index:  # lm-eval 0.4 reads `a, b` as `a` and ` b`
-            hint = f" This harness keeps the spaces around a name: write {name.strip()!r} without them."
+        if name.strip() != name and name.strip() in model_registry.keys():  # every version keeps them
+            hint = f" The harness keeps the spaces around a name: write {name.strip()!r} without them."
         report.fail(f"Unknown model {name!r} in --model.{hint} Known models: {', '.join(sorted(model_registry.keys()))}.")
     except ImportError as err:
         report.fail(f"The model {name!r} (--model) needs a package that is not installed: {err}. Install the "
