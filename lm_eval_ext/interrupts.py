@@ -77,7 +77,9 @@ def paragraph(interrupt: KeyboardInterrupt) -> str:
     what = "SIGTERM" if isinstance(interrupt, Terminated) else "Ctrl-C (SIGINT)"
     saved = answers.saved_by_this_process()
     if not saved:
-        return f"Stopped by {what} before any model answer was saved: there is nothing to resume; run the command again."
+        return (f"Stopped by {what} before any model answer was saved: there is nothing to resume; run the command "
+                "again (with --use_cache PATH the harness keeps each answer as the model gives it, so a rerun with the "
+                "same PATH asks the model only for the rest).")
     kept = "; ".join(f"the answers of {', '.join(tasks)} are saved in {folder}: `lm-eval-ext resume {folder}` scores "
                      "them and writes the run's results" for folder, tasks in saved.items())
     return (f"Stopped by {what}; {kept} (judge verdicts already given come from the judge's cache; tasks not "

@@ -173,7 +173,8 @@ def test_nothing_saved_yet_is_said(monkeypatch, tmp_path):
     monkeypatch.setattr(answers, "_SAVED", {})
     assert interrupts.paragraph(KeyboardInterrupt()) == (
         "Stopped by Ctrl-C (SIGINT) before any model answer was saved: there is nothing to resume; run the command "
-        "again.")
+        "again (with --use_cache PATH the harness keeps each answer as the model gives it, so a rerun with the same "
+        "PATH asks the model only for the rest).")
     gone = tmp_path / "removed once the results were written"
     monkeypatch.setattr(answers, "_SAVED", {gone: [TASKS[0]]})
     assert interrupts.paragraph(interrupts.Terminated()).startswith("Stopped by SIGTERM before any model answer")
@@ -191,7 +192,8 @@ def test_the_paragraph_starts_a_line_of_its_own(monkeypatch, capsys):
     interrupts.stop(KeyboardInterrupt())
     assert capsys.readouterr().err.splitlines()[-1] == (
         "lm-eval-ext: Stopped by Ctrl-C (SIGINT) before any model answer was saved: there is nothing to resume; run "
-        "the command again.")
+        "the command again (with --use_cache PATH the harness keeps each answer as the model gives it, so a rerun "
+        "with the same PATH asks the model only for the rest).")
 
 
 def test_a_task_left_unscored_by_an_earlier_run_is_not_saved_with_the_next_runs_answers(data_dir, tmp_path):
