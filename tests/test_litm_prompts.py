@@ -23,19 +23,27 @@ INSTRUCTION = ("Write a high-quality answer for the given question using only th
 PASSAGES = [{"title": "T one", "text": "first text."}, {"title": "T two", "text": "second {braces} text"}]
 
 
+def qa_prompt(question: str, passages: list, variant: str = "plain") -> str:
+    return "".join(prompts.qa_prompt_pieces(question, passages, variant))
+
+
+def kv_prompt(pairs: list, key: str, query_aware: bool = False) -> str:
+    return "".join(prompts.kv_prompt_pieces(pairs, key, query_aware))
+
+
 def test_qa_prompt_by_hand():
     expected = (INSTRUCTION + "\n\n"
                 "Document [1](Title: T one) first text.\n"
                 "Document [2](Title: T two) second {braces} text\n\n"
                 "Question: who am i\nAnswer:")
-    assert prompts.qa_prompt("who am i", PASSAGES) == expected
+    assert qa_prompt("who am i", PASSAGES) == expected
 
 
 def test_query_aware_and_random_order_prompts_by_hand():
     docs = "Document [1](Title: T one) first text.\nDocument [2](Title: T two) second {braces} text"
-    assert prompts.qa_prompt("q", PASSAGES, "query_aware") == (
+    assert qa_prompt("q", PASSAGES, "query_aware") == (
         INSTRUCTION + "\n\nQuestion: q\n\n" + docs + "\n\nQuestion: q\nAnswer:")
-    assert prompts.qa_prompt("q", PASSAGES, "random_order") == (
+    assert qa_prompt("q", PASSAGES, "random_order") == (
         INSTRUCTION[:-1] + ". The search results are ordered randomly.\n\n" + docs + "\n\nQuestion: q\nAnswer:")
 
 
@@ -46,12 +54,12 @@ def test_closedbook_prompt_by_hand():
 def test_kv_layout_by_hand():
     pairs = [("k1", "v1"), ("k2", "v2"), ("k3", "v3")]
     data = '{"k1": "v1",\n "k2": "v2",\n "k3": "v3"}'
-    assert prompts.format_kv_records(pairs) == data
+    assert "".join(prompts.kv_record_pieces(pairs)) == data
     head = "Extract the value corresponding to the specified key in the JSON object below.\n\n"
-    assert prompts.kv_prompt(pairs, "k2") == head + "JSON data:\n" + data + '\n\nKey: "k2"\nCorresponding value:'
-    assert prompts.kv_prompt(pairs, "k2", query_aware=True) == (
+    assert kv_prompt(pairs, "k2") == head + "JSON data:\n" + data + '\n\nKey: "k2"\nCorresponding value:'
+    assert kv_prompt(pairs, "k2", query_aware=True) == (
         head + 'Key: "k2"\n\nJSON data:\n' + data + '\n\nKey: "k2"\nCorresponding value:')
-    assert prompts.format_kv_records([("a", "b")]) == '{"a": "b"}'
+    assert "".join(prompts.kv_record_pieces([("a", "b")])) == '{"a": "b"}'
 
 
 # The prompt texts Liu et al. (TACL 2024) define, pinned by sha256: the shipped templates must not

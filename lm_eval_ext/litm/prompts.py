@@ -3,8 +3,8 @@
 The templates are byte copies of the benchmark's prompt files (``templates/litm_*.txt``); like
 the authors we drop trailing newlines from a template and fill it with ``str.format``.
 
-Each QA and KV prompt is also available as the list of its *pieces* (``*_pieces``; joined, they
-are the prompt byte for byte): the template around the documents, then one piece per document or
+Each QA and KV prompt is built as the list of its *pieces* (``*_pieces``; joined, they are the
+prompt byte for byte): the template around the documents, then one piece per document or
 key-value line. The prompt-length check tokenizes each distinct piece once
 (:mod:`lm_eval_ext.prompt_length`), since a sweep's prompts are the same pieces in other orders.
 """
@@ -53,11 +53,6 @@ def qa_prompt_pieces(question: str, passages: Sequence[dict], variant: str = "pl
     return [head, *document_pieces(passages), tail]
 
 
-def qa_prompt(question: str, passages: Sequence[dict], variant: str = "plain") -> str:
-    """The multi-document (or oracle, with one passage) QA prompt."""
-    return "".join(qa_prompt_pieces(question, passages, variant))
-
-
 def closedbook_prompt(question: str) -> str:
     """The closed-book QA prompt (no passages)."""
     return template(CLOSEDBOOK_TEMPLATE).format(question=question)
@@ -75,17 +70,7 @@ def kv_record_pieces(pairs: Sequence[tuple[str, str]]) -> list[str]:
             for i, (key, value) in enumerate(pairs)]
 
 
-def format_kv_records(pairs: Sequence[tuple[str, str]]) -> str:
-    """The pairs as one JSON object, one pair per line (:func:`kv_record_pieces` joined)."""
-    return "".join(kv_record_pieces(pairs))
-
-
 def kv_prompt_pieces(pairs: Sequence[tuple[str, str]], key: str, query_aware: bool = False) -> list[str]:
     """The key-value retrieval prompt as pieces (query-aware: the key is asked before and after the data)."""
     head, tail = _around(KV_TEMPLATES["query_aware" if query_aware else "plain"], "formatted_kv_records", key=key)
     return [head, *kv_record_pieces(pairs), tail]
-
-
-def kv_prompt(pairs: Sequence[tuple[str, str]], key: str, query_aware: bool = False) -> str:
-    """The key-value retrieval prompt."""
-    return "".join(kv_prompt_pieces(pairs, key, query_aware))
