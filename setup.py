@@ -103,7 +103,7 @@ setup(
             "build",  # the sdist and the wheel, built as the release workflow builds them (tests/test_packaging.py)
             "twine",  # their check, as the release workflow checks them
             "setuptools>=70.1",  # the build backend, for the tests' builds without isolation (it makes wheels itself)
-            "pyflakes",  # every name the code uses is defined (tests/test_undefined_names.py)
+            "pyflakes",  # no undefined name, no unused import in the code (tests/test_pyflakes.py)
         ],
     },
     cmdclass={"build_py": BuildPyWithStartupHook},
