@@ -172,16 +172,30 @@ def test_row_limit_is_an_execution_error(small_db):
     assert not result.ok and "more than 10 rows" in result.error
 
 
-def test_a_killed_worker_costs_one_query_not_the_run(small_db):
+def test_a_killed_worker_costs_one_query_not_the_run(small_db, capsys):
     never_ends = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c"
     with SandboxPool(workers=1, limits=Limits(timeout=30.0)) as pool:
         pool.run([(str(small_db), "SELECT 1")])
         (pid,) = pool.worker_pids()
         threading.Timer(0.5, os.kill, (pid, signal.SIGKILL)).start()
-        results = pool.run([(str(small_db), never_ends), (str(small_db), "SELECT count(*) FROM student")])
+        results = pool.run([(str(small_db), never_ends), (str(small_db), "SELECT count(*) FROM student")],
+                           progress="SQL t")
         assert not results[0].ok and "died" in results[0].error
         assert results[1].ok and results[1].rows == [(34,)]
         assert pool.replaced == 1 and pool.worker_pids() != [pid]
+    assert "SQL t: 100%" in capsys.readouterr().err  # the failed query counted too
+
+
+def test_a_labelled_run_shows_a_progress_bar_over_every_query(small_db, capsys):
+    """Queries answered, refused before sending (too long) and run after them all count; a run without a label
+    draws nothing (the gold queries when a task is loaded)."""
+    with SandboxPool(workers=1, limits=Limits(max_sql_bytes=100)) as pool:
+        results = pool.run([(str(small_db), "SELECT 1"), (str(small_db), "SELECT '" + "x" * 200 + "'"),
+                            (str(small_db), "SELECT 2")], progress="SQL t")
+        assert [result.ok for result in results] == [True, False, True]
+        assert "SQL t: 100%" in capsys.readouterr().err
+        pool.run([(str(small_db), "SELECT 3")])
+        assert capsys.readouterr().err == ""
 
 
 def test_watchdog_stops_a_query_the_progress_handler_misses(small_db):

@@ -156,8 +156,9 @@ class Scorer:
         ordered = self.options.comparison == "testsuite" and query_orders(gold_sql)
         return Against(gold.rows, self.options.comparison, ordered)
 
-    def score(self, db_paths: list[str], golds: list[str], generations: list[str], chat: bool = False) -> list[dict]:
-        """One record per reply: ``prediction`` (the executed query; None when a chat reply holds no query),
+    def score(self, db_paths: list[str], golds: list[str], generations: list[str], chat: bool = False,
+              progress: str | None = None) -> list[dict]:
+        """One record per reply (``progress``: the label of a progress bar over the queries run): ``prediction`` (the executed query; None when a chat reply holds no query),
         ``executed``, ``error`` (:data:`~lm_eval_ext.magnifico.replies.NO_QUERY` for a reply without a query),
         ``ex``, ``em``, ``normalized`` (the query had to be taken out of the reply: chat path only,
         :mod:`~lm_eval_ext.magnifico.replies`)."""
@@ -165,7 +166,7 @@ class Scorer:
         gold_results = self.gold_results(list(zip(db_paths, golds)))
         against = [self.against(gold, gold_sql) for gold, gold_sql in zip(gold_results, golds)]
         runnable = [i for i, query in enumerate(queries) if query.sql is not None]
-        executed = self.pool.run([(db_paths[i], queries[i].sql, against[i]) for i in runnable])
+        executed = self.pool.run([(db_paths[i], queries[i].sql, against[i]) for i in runnable], progress)
         results = dict(zip(runnable, executed))
         records = []
         for i, (query, gold_sql) in enumerate(zip(queries, golds)):
@@ -201,5 +202,5 @@ class SqlExecutionFilter(RunAwareFilter):
         resps, docs = list(resps), list(docs)
         generations = [r[0] if isinstance(r, (list, tuple)) else r for r in resps]
         records = self.scorer.score([database_path(d["db_id"]) for d in docs], [d["gold"] for d in docs], generations,
-                                    chat=self.chat)
+                                    chat=self.chat, progress=f"SQL {self.run.task}")
         return [json.dumps(record, ensure_ascii=False) for record in records]

@@ -15,12 +15,15 @@ from __future__ import annotations
 import atexit
 import multiprocessing
 import os
+import sys
 import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field, replace
 from multiprocessing.connection import wait
 from typing import Sequence
+
+from tqdm import tqdm
 
 from .compare import Against
 from .readonly import Limits, QueryResult
@@ -93,16 +96,19 @@ class SandboxPool:
             if not process.is_alive():
                 self._dying.remove(process)
 
-    def run(self, queries: Sequence[tuple[str, str] | tuple[str, str, Against | None]]) -> list[QueryResult]:
+    def run(self, queries: Sequence[tuple[str, str] | tuple[str, str, Against | None]],
+            progress: str | None = None) -> list[QueryResult]:
         """Execute each ``(db_path, sql)`` or ``(db_path, sql, against)``; results in input order.
 
         With ``against`` the worker compares the rows with the gold rows and replies with
         ``match`` and no rows. A failure of any kind is a ``QueryResult`` with ``ok=False``.
+        ``progress``: the label of a progress bar over the queries (on stderr; none without it).
         """
-        with self._lock:
+        with self._lock, tqdm(total=len(queries), desc=progress, unit="query", disable=progress is None,
+                              file=sys.stderr) as bar:
             self._workers += [None] * (self.size - len(self._workers))
             self._workers = [w or self._start_worker() for w in self._workers]
-            return self._run(queries)
+            return self._run(queries, bar)
 
     def _batches(self, queries: Sequence[tuple], results: list) -> deque:
         by_db: dict[str, list] = {}
@@ -119,9 +125,10 @@ class SandboxPool:
                 batches.append(jobs[start:start + self.batch_size])
         return batches
 
-    def _run(self, queries: Sequence[tuple]) -> list[QueryResult]:
+    def _run(self, queries: Sequence[tuple], bar: tqdm) -> list[QueryResult]:
         results: list[QueryResult | None] = [None] * len(queries)
         pending = self._batches(queries, results)
+        bar.update(len(queries) - sum(len(batch) for batch in pending))  # refused before sending
         allowed = self.limits.timeout + self.grace
         while True:
             # Refill one empty slot per round, so that starting processes never delays the
@@ -147,16 +154,16 @@ class SandboxPool:
             failed = []
             for worker in busy:
                 if worker.pipe in ready or worker.process.sentinel in ready:
-                    if not self._collect(worker, results, allowed):
+                    if not self._collect(worker, results, allowed, bar):
                         failed.append((worker, False))
                 elif time.monotonic() > worker.deadline:
                     failed.append((worker, True))
             for worker, timed_out in failed:
-                self._fail_current(worker, results, pending, timed_out)
+                self._fail_current(worker, results, pending, timed_out, bar)
             for worker, _ in failed:
                 self._discard(worker)
 
-    def _collect(self, worker: _Worker, results: list, allowed: float) -> bool:
+    def _collect(self, worker: _Worker, results: list, allowed: float, bar: tqdm) -> bool:
         """Take the worker's replies; False when it died or misbehaved with a job unanswered."""
         try:
             while worker.jobs and worker.pipe.poll():
@@ -167,12 +174,13 @@ class SandboxPool:
                     return False
                 now = time.monotonic()
                 results[index] = replace(result, wall=now - worker.started)
+                bar.update()
                 worker.started, worker.deadline = now, now + allowed
         except (EOFError, OSError):
             return False
         return not (worker.jobs and not worker.process.is_alive())
 
-    def _fail_current(self, worker: _Worker, results: list, pending: deque, timed_out: bool) -> None:
+    def _fail_current(self, worker: _Worker, results: list, pending: deque, timed_out: bool, bar: tqdm) -> None:
         """The worker's current query failed (stopped or crashed); its other queries go back to the queue."""
         worker.process.kill()
         index = worker.jobs.popleft()[0]
@@ -182,6 +190,7 @@ class SandboxPool:
             worker.process.join(1)
             error = f"the sandbox process died (exit code {worker.process.exitcode})"
         results[index] = QueryResult(False, error=error, timed_out=timed_out, wall=time.monotonic() - worker.started)
+        bar.update()
         if worker.jobs:
             pending.appendleft(list(worker.jobs))
             worker.jobs.clear()
