@@ -158,10 +158,10 @@ class Scorer:
 
     def score(self, db_paths: list[str], golds: list[str], generations: list[str], chat: bool = False,
               progress: str | None = None) -> list[dict]:
-        """One record per reply (``progress``: the label of a progress bar over the queries run): ``prediction`` (the executed query; None when a chat reply holds no query),
+        """One record per reply: ``prediction`` (the executed query; None when a chat reply holds no query),
         ``executed``, ``error`` (:data:`~lm_eval_ext.magnifico.replies.NO_QUERY` for a reply without a query),
         ``ex``, ``em``, ``normalized`` (the query had to be taken out of the reply: chat path only,
-        :mod:`~lm_eval_ext.magnifico.replies`)."""
+        :mod:`~lm_eval_ext.magnifico.replies`). ``progress``: the label of a progress bar over the queries run."""
         queries = [reply_query(g, chat) for g in generations]
         gold_results = self.gold_results(list(zip(db_paths, golds)))
         against = [self.against(gold, gold_sql) for gold, gold_sql in zip(gold_results, golds)]
