@@ -74,7 +74,7 @@ def test_misspelled_task_names(run_cli, tmp_path):
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     lieder, elitr, upper, *spaced = _paragraphs(proc.stderr)
     if boundary.harness_version().startswith("0.4"):
-        assert spaced == ["Unknown task or group ' lieder_diff' in --tasks. This harness keeps the spaces around a name: "
+        assert spaced == ["Unknown task or group ' lieder_diff' in --tasks. The harness keeps the spaces around a name: "
                           "write 'lieder_diff' without them. `lm_eval ls tasks` lists every task and group the harness "
                           "and the plugin provide."]
     else:

@@ -113,12 +113,18 @@ def _resolve_names(names: list[str], include_path, report: Preflight,
     for name in unknown:
         close = [known for match in difflib.get_close_matches(name.lower(), list(lowered), n=3, cutoff=0.6)
                  for known in lowered[match]]
-        hint = f" Did you mean: {', '.join(close)}?" if close else ""
-        if name.strip() != name and name.strip() in index:  # lm-eval 0.4 reads `a, b` as `a` and ` b`
-            hint = f" This harness keeps the spaces around a name: write {name.strip()!r} without them."
+        hint = _hint(name, index, close)  # lm-eval 0.4 reads `a, b` as `a` and ` b`
         report.fail(f"Unknown task or group {name!r} in {where}.{hint} `lm_eval ls tasks` lists every task and "
                     "group the harness and the plugin provide.")
     return index, selected
+
+
+def _hint(name: str, known, close: list[str]) -> str:
+    """What to write instead of an unknown ``name``: itself without the spaces around it when that is a ``known``
+    name (the harness keeps such spaces), else the ``close`` names."""
+    if name.strip() != name and name.strip() in known:
+        return f" The harness keeps the spaces around a name: write {name.strip()!r} without them."
+    return f" Did you mean: {', '.join(close)}?" if close else ""
 
 
 def _leaves(names: list[str], index: dict) -> list[str]:
@@ -234,9 +240,7 @@ def _check_model(name, model_args, report: Preflight) -> None:
         model = get_model(name)  # fills the built-in table on first use; imports only this model's module
     except ValueError:
         close = difflib.get_close_matches(name, list(model_registry.keys()), n=3, cutoff=0.6)
-        hint = f" Did you mean: {', '.join(close)}?" if close else ""
-        if name.strip() != name and name.strip() in model_registry.keys():  # every version keeps them
-            hint = f" The harness keeps the spaces around a name: write {name.strip()!r} without them."
+        hint = _hint(name, model_registry.keys(), close)  # every version keeps the spaces in a model's name
         report.fail(f"Unknown model {name!r} in --model.{hint} Known models: {', '.join(sorted(model_registry.keys()))}.")
     except ImportError as err:
         report.fail(f"The model {name!r} (--model) needs a package that is not installed: {err}. Install the "
