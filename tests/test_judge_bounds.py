@@ -155,6 +155,30 @@ def test_the_probe_is_bounded_the_same_way(tmp_path, where, fault):
     assert "Nothing was generated" in message and "\n" not in message
 
 
+def test_the_probe_request_gets_the_runs_deadline(tmp_path, monkeypatch):
+    """The probe's judge request is a whole judge reply: it gets the run's `timeout`, not the model list's shorter
+    deadline (made 0.2 s here), so a judge slower than that to reply, but within `timeout`, passes the probe."""
+    from lm_eval_ext.judge import probe as probe_module
+
+    monkeypatch.setattr(probe_module, "PROBE_TIMEOUT", 0.2)
+    with StubOpenAIServer(text="\\boxed{5}", delay_s=0.6, models=["stub-judge"]) as srv:
+        probe(config(srv, tmp_path, timeout=5.0))
+        assert [r["method"] for r in srv.requests] == ["GET", "POST"]
+
+
+def test_a_probe_that_times_out_says_the_run_would_and_how_to_give_more_time(tmp_path):
+    with StubOpenAIServer(text="\\boxed{5}", fault_sequence=["timeout"], timeout_s=5, models=["stub-judge"]) as srv:
+        with pytest.raises(JudgeUnreachableError) as err:
+            probe(config(srv, tmp_path, timeout=0.5))
+        port = srv.port
+    where = f"127.0.0.1:{port}"
+    assert str(err.value) == (
+        f"The judge at {where} (model stub-judge) gave no usable answer to a one-line probe in one try of at most "
+        f"0.5 s (no reply from {where} within 0.5 s). Nothing was generated. Each call of the run gets the same "
+        "0.5 s, so every answer would time out too. If the judge is slow rather than stuck (a reply may be up to "
+        "1024 tokens long), give it more time: --metadata '{\"judge_timeout\": 300}'.")
+
+
 def test_the_options_are_checked():
     from lm_eval_ext.judge.errors import JudgeConfigError
 

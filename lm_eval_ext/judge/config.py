@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import json
 import os
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -190,8 +191,12 @@ def how_to_set(option: str, value: str = "...") -> str:
     reads; lm-eval 0.5 reads no other)."""
     if _JUDGE_FLAGS:
         return f"{cli_flag(option)} {value}"
-    # true/false as JSON booleans, like the harness's own parsing; other values stay text (the judge coerces them)
-    return metadata_arg(**{metadata_name(option): {"true": True, "false": False}.get(value, value)})
+    # true/false and numbers as JSON, like the harness's own parsing; other values (placeholders) stay text
+    try:
+        given: object = json.loads(value)
+    except ValueError:
+        given = value
+    return metadata_arg(**{metadata_name(option): given})
 
 
 _EXAMPLE = {bool: True, int: 4, float: 30.0, str: "NAME"}  # a value of each kind, for the advice

@@ -1,9 +1,11 @@
 """Checking a judge before a run spends anything: key, endpoint, model, one tiny request that parses.
 
-:func:`probe` makes two requests at most, each one try with a short deadline (the whole call, as
-every judge call: a reply that keeps arriving is cut) and the size cap of every judge reply: the
-endpoint's model list (is the model served?) and one judge request on a trivial item (does the
-reply carry a score the judge's parser reads?). A failure is one :class:`JudgeError` paragraph. The judge's
+:func:`probe` makes two requests at most, each one try with a deadline for the whole call (a reply
+that keeps arriving is cut) and the size cap of every judge reply: the endpoint's model list (is the
+model served?), within :data:`PROBE_TIMEOUT`, and one judge request on a trivial item (does the reply
+carry a score the judge's parser reads?), within the run's own ``timeout``: that reply is a whole
+judge reply (feedback, then the score), which a slow local judge may need a minute for, as every call
+of the run. A failure is one :class:`JudgeError` paragraph. The judge's
 cache is not used: a probe must reach the endpoint. ``--metadata '{"judge_check": false}'`` skips it
 (a rerun whose verdicts are all cached needs no judge).
 """
@@ -15,7 +17,7 @@ from .errors import JudgeRequestRejected, JudgeUnreachableError
 from .records import JudgeItem
 from .templates import judge_setup
 
-# Deadline of each probe request (the judge's `timeout` if lower): a judge slower than this for a 1-word answer hangs.
+# Deadline of the model list (the judge's `timeout` if lower): a server slower than this to list its models hangs.
 PROBE_TIMEOUT = 30.0
 PROBE_ITEM = JudgeItem(question="What is two plus two?", response="Four.", reference="4")
 
@@ -42,11 +44,10 @@ async def _probe(client: JudgeClient, config: JudgeConfig, model: str, where: st
     """The judge's reply to the probe item, once its model list (if any) names the model; one try of each."""
     from .runner import Judge  # messages and request bodies exactly as the run will send them
 
-    deadline = min(PROBE_TIMEOUT, config.timeout)
     judge = Judge(config, progress=False)
     try:
         try:
-            served = await client.list_models(timeout=deadline)
+            served = await client.list_models(timeout=min(PROBE_TIMEOUT, config.timeout))
         except TransientError as err:
             raise JudgeUnreachableError(f"{where} cannot be reached ({client.redact(str(err))}). "
                                         f"Nothing was generated. {fix}") from None
@@ -56,11 +57,16 @@ async def _probe(client: JudgeClient, config: JudgeConfig, model: str, where: st
             raise JudgeRequestRejected(f"{where} is reachable, but it does not serve the model {model!r} "
                                        f"(it serves: {', '.join(sorted(served)[:10]) or 'none'}). {fix}")
         try:
-            return await client.complete(judge.request(judge.messages(PROBE_ITEM), 0), timeout=deadline, tries=1)
+            return await client.complete(judge.request(judge.messages(PROBE_ITEM), 0), timeout=config.timeout,
+                                         tries=1)
         except TransientError as err:
+            if err.kind == "timeout":  # reachable (the model list, if any, answered), but too slow for the run
+                fix = (f"Each call of the run gets the same {config.timeout:g} s, so every answer would time out "
+                       f"too. If the judge is slow rather than stuck (a reply may be up to {config.max_tokens} "
+                       f"tokens long), give it more time: {how_to_set('timeout', '300')}.")
             raise JudgeUnreachableError(f"{where} gave no usable answer to a one-line probe in one try of at most "
-                                        f"{deadline:g} s ({client.redact(str(err))}). Nothing was generated. {fix}"
-                                        ) from None
+                                        f"{config.timeout:g} s ({client.redact(str(err))}). Nothing was generated. "
+                                        f"{fix}") from None
         except ItemRejected as err:
             raise JudgeRequestRejected(f"{where} refused a one-line probe ({client.redact(str(err))}). {fix}") from None
         except JudgeRequestRejected as err:
