@@ -140,6 +140,7 @@ def test_human_baseline_missing_is_a_note_not_a_failure(lieder_scripted, tmp_pat
     assert "Human baseline not shown" in page
     # the published models' released files are not there either: said, not fatal
     assert "LIEDER: the published results are not shown, because their released files could not be read" in page
+    assert "Published models not shown: their released files could not be read (each section says why)." in page
     rows = read_csv(out / "tables/lieder_properties.csv")
     assert rows and all(row["human_acc"] == "" and row["source"] == "results file" for row in rows)
 

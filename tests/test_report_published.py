@@ -57,6 +57,18 @@ def test_lieder_published_models_beside_yours(with_published):
         in figure.caption
     assert "Grey boxes: lowest to highest accuracy of the 10 published models on lieder_base" in \
         _figure(report, "lieder_properties").caption
+    assert "Published models drawn beside them (grey). Generated " in (out / "report.html").read_text()
+
+
+def test_the_subtitle_says_when_some_published_files_could_not_be_read():
+    from lm_eval_ext.published import Published, PublishedNumber, Source
+    from lm_eval_ext.report.build import _published_note
+
+    lieder = PublishedNumber("lieder", "gpt2", "lieder_base", "acc", 0.77, Source("Zhu & Frank (ACL 2024)", "Table 1"))
+    some = Published([lieder], ["ELITR-Bench: the published results are not shown, ..."])
+    assert _published_note(some) == ("Published models drawn beside them (grey) where their released files could be "
+                                     "read (the other sections say why not).")
+    assert _published_note(None) == "Published models not shown."
 
 
 def test_litm_published_panel_and_rows(with_published):

@@ -87,8 +87,19 @@ def build_report(sources: list[str], out: str | Path, title: str | None = None, 
                 report.tables.append(path)
         rendered.append(section_data(section, files, out))
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    subtitle = (f"{len(models)} model(s): {', '.join(m.label for m in models)}. "
-                f"{'Published models drawn beside them (grey).' if published else 'Published models not shown.'} "
+    subtitle = (f"{len(models)} model(s): {', '.join(m.label for m in models)}. {_published_note(numbers)} "
                 f"Generated {stamp} by lm-eval-ext {__version__}.")
     write_text(report.page, render_page(title or "lm-eval-ext report", subtitle, rendered, report.banners))
     return report
+
+
+def _published_note(numbers: Published | None) -> str:
+    """The subtitle's sentence on the published models: shown, not asked for, or (partly) unreadable."""
+    if numbers is None:
+        return "Published models not shown."
+    if not numbers.missing:
+        return "Published models drawn beside them (grey)."
+    if not numbers.numbers:
+        return "Published models not shown: their released files could not be read (each section says why)."
+    return ("Published models drawn beside them (grey) where their released files could be read (the other "
+            "sections say why not).")
