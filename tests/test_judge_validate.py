@@ -246,6 +246,18 @@ def test_unreachable_judge_is_one_paragraph(data_dir, run_cli, tmp_path):
     assert "could not be used: cannot connect to 127.0.0.1" in proc.stderr
 
 
+def test_a_spending_cap_below_the_calls_needed_stops_before_any_call(data_dir, run_cli, tmp_path):
+    """The advice names this command's own flags (it has no --limit)."""
+    proc = run_cli(["lm-eval-ext", "judge", "validate", "--judge-base-url", "http://127.0.0.1:9/v1",
+                    "--judge-max-calls", "4", "--judge-cache", "none", "--output-dir", str(tmp_path / "v")],
+                   env={"OPENAI_API_KEY": "sk-test"})
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.endswith(
+        "lm-eval-ext: error: The judge validation run needs at least 389 judge calls (0 of 389 prompts are cached), "
+        "more than the cap of 4. Nothing was called. Raise the cap (--judge-max-calls N), or check the count first "
+        "with the dry run (--dry-run).\n")
+
+
 def test_missing_key_is_one_paragraph(data_dir, run_cli, tmp_path):
     proc = run_cli(["lm-eval-ext", "judge", "validate", "--judge-api-key-env", "LMX_NO_SUCH_KEY",
                     "--judge-cache", "none", "--output-dir", str(tmp_path / "v")])

@@ -321,6 +321,15 @@ def test_check_with_judge_flags_probes_the_judge_once(run_cli, data_dir, tmp_pat
     assert proc.returncode == 0, proc.stderr[-3000:]
 
 
+def test_a_judge_check_that_fails_names_this_commands_switch_to_skip_it(run_cli, data_dir):
+    """--judge-check is a switch: the advice is --no-judge-check, not a value after the flag."""
+    with StubOpenAIServer(text="The answer looks correct to me.", models=["gpt-4o"]) as srv:
+        proc = run_cli(["lm-eval-ext", "check", "--tasks", "elitr_bench_qa_dev_st", "--judge-base-url", srv.base_url,
+                        "--judge-model", "gpt-4o", "--judge-api-key-env", KEY_ENV], env={KEY_ENV: KEY})
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "If it is the judge you mean to use, --no-judge-check skips this check: " in proc.stderr
+
+
 def test_check_help_lists_the_judge_flags(run_cli):
     proc = run_cli(["lm-eval-ext", "check", "--help"])
     assert proc.returncode == 0, proc.stderr

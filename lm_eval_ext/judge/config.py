@@ -190,7 +190,10 @@ def how_to_set(option: str, value: str = "...") -> str:
     with the judge flags, else ``--metadata '{"judge_model": "VALUE"}'`` (the JSON form every harness version
     reads; lm-eval 0.5 reads no other)."""
     if _JUDGE_FLAGS:
-        return f"{cli_flag(option)} {value}"
+        flag = cli_flag(option)
+        if value in ("true", "false"):  # a switch: --judge-check, --no-judge-check
+            return flag if value == "true" else f"--no-{flag[2:]}"
+        return f"{flag} {value}"
     # true/false and numbers as JSON, like the harness's own parsing; other values (placeholders) stay text
     try:
         given: object = json.loads(value)

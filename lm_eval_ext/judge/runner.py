@@ -262,9 +262,8 @@ class Judge:
                 raise JudgeBudgetError(
                     f"The {what} run needs at least {len(pending)} judge calls ({len(verdicts)} of "
                     f"{len(prompts)} prompts are cached), more than the cap of {cap}. Nothing was called. Raise "
-                    f"the cap ({how_to_set('max_calls', 'N')}), judge fewer "
-                    "items (--limit), or check the count first with the dry run."
-                )
+                    f"the cap ({how_to_set('max_calls', 'N')}), or check the count first with the dry run "
+                    f"({how_to_set('dry_run', 'true')}).")
             self._say(f"{what}: {len(items)} items, {len(verdicts)} answered by the cache, {len(pending)} to judge "
                       f"with {self.setup.model} at {self.config.base_url_host()} ({self.config.concurrency} at a time)")
             work = [(key, prompts[key]) for key in pending]
