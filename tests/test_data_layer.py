@@ -573,6 +573,27 @@ def test_cli_fetch_downloads_and_summarizes(registered, server, clean_env, capsy
     assert capsys.readouterr().out.strip() == f"{clean_env / 'lieder' / LIEDER_BASE}  (cache)"
 
 
+def test_cli_fetch_tries_an_unreachable_host_once(registered, clean_env, monkeypatch, capsys):
+    """Offline, each file would wait out its tries: after the first, the host's other files are only looked for
+    locally (a cached one is still found)."""
+    files = {f"stimuli/{n}.jsonl": f"{n}\n".encode() for n in "abc"}
+    registered(files)
+    (clean_env / "lieder/stimuli").mkdir(parents=True)
+    (clean_env / "lieder/stimuli/c.jsonl").write_bytes(files["stimuli/c.jsonl"])
+    with socket.socket() as sock:  # a port with nobody listening
+        sock.bind(("127.0.0.1", 0))
+        host = f"127.0.0.1:{sock.getsockname()[1]}"
+    monkeypatch.setenv("LM_EVAL_EXT_DOWNLOAD_BASE", f"http://{host}")
+    assert _cli("fetch", "lieder") == 1
+    captured = capsys.readouterr()
+    assert "lieder: 3 files (1 cache, 1 failed, 1 not tried)" in captured.out
+    first, skipped = captured.err.splitlines()
+    assert first.startswith("Dataset 'lieder': file 'stimuli/a.jsonl' was not found.")
+    assert f"then downloading http://{host}/files.invalid/lieder/stimuli/a.jsonl failed ({ATTEMPTS} attempts)" in first
+    assert skipped == (f"lieder: 1 more file(s) from {host} were not tried, as {host} could not be reached (above). "
+                       "Run `lm-eval-ext data fetch lieder` again once it can be.")
+
+
 def test_cli_fetch_offline_lists_the_first_errors(monkeypatch, capsys):
     monkeypatch.setenv("LM_EVAL_EXT_OFFLINE", "1")
     total = len(dataset_files("lieder"))
@@ -581,4 +602,4 @@ def test_cli_fetch_offline_lists_the_first_errors(monkeypatch, capsys):
     assert f"lieder: {total} files ({total} failed)" in captured.out
     lines = captured.err.splitlines()
     assert len(lines) == 6 and all("lm-eval-ext data fetch lieder" in line for line in lines[:5])
-    assert lines[5] == f"{total} files failed in all; the first 5 distinct errors are shown above."
+    assert lines[5] == f"{total} problems in all; the first 5 distinct ones are shown above."

@@ -3,9 +3,10 @@ import argparse
 import sys
 from collections import Counter
 from collections.abc import Callable
+from urllib.parse import urlsplit
 
 from ..data import config
-from ..data.errors import DataError
+from ..data.errors import DataError, HostUnreachable
 from ..data.registry import DATASETS, dataset_files
 from ..data.resolve import local_candidates, resolve, sha256_of
 from ..data.spider import spider_database_dir, spider_database_location
@@ -45,25 +46,41 @@ def _each_dataset(names: list[str], summary: Callable[[str, list[str]], str]) ->
                 print(f"spider databases: {spider_database_dir()}")
             except DataError as err:
                 print(f"spider databases: not available. {err}")
-    # fetch: a problem per file, the members of one unreadable archive sharing one message; verify: one per dataset
+    # fetch: a problem per file (the members of one unreadable archive sharing one message), and one for the
+    # files of an unreachable host not tried; verify: one per dataset
     shown = list(dict.fromkeys(problems))[:5]
     for message in shown:
         print(message, file=sys.stderr)
     if len(problems) > len(shown):
-        print(f"{len(problems)} files failed in all; the first {len(shown)} distinct errors are shown above.",
+        print(f"{len(problems)} problems in all; the first {len(shown)} distinct ones are shown above.",
               file=sys.stderr)
     return 1 if problems else 0
 
 
 def _fetched(name: str, problems: list[str]) -> str:
-    """Resolve every registered file of dataset ``name``: how many were found where, or failed."""
+    """Resolve every registered file of dataset ``name``: how many were found where, or failed. Once a download
+    host could not be reached, its other files are only looked for locally (offline, each would wait its tries)."""
     counts: Counter[str] = Counter()
+    skipped: Counter[str] = Counter()  # files not downloaded, by unreachable host
     for pinned in dataset_files(name):
+        host = urlsplit(config.download_url(pinned.url)).netloc if pinned.url else None
+        if host in skipped and not any(path.is_file() for _, path in local_candidates(pinned)):
+            skipped[host] += 1
+            continue
         try:
             counts[resolve(name, pinned.path).how] += 1
+        except HostUnreachable as err:
+            counts["failed"] += 1
+            problems.append(str(err))
+            skipped[err.host] += 0
         except DataError as err:
             counts["failed"] += 1
             problems.append(str(err))
+    for host, files in skipped.items():
+        if files:
+            counts["not tried"] += files
+            problems.append(f"{name}: {files} more file(s) from {host} were not tried, as {host} could not be "
+                            f"reached (above). Run `lm-eval-ext data fetch {name}` again once it can be.")
     return f"{name}: {sum(counts.values())} files ({', '.join(f'{n} {how}' for how, n in sorted(counts.items()))})"
 
 

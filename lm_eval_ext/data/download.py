@@ -2,14 +2,18 @@
 checks the sha256, moves the file into place only when it matches, and retries a dropped connection or a
 mismatch. Here: a client error (404) is made final, the bar is hidden off a terminal, errors are one paragraph."""
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pooch
 from tqdm.auto import tqdm
 
 from . import config
-from .errors import NOT_SAVED, DataError, DownloadError
+from .errors import NOT_SAVED, DataError, DownloadError, HostUnreachable
 
 RETRIES = 2  # attempts after the first, 1 s then 2 s later: a dropped connection, a timeout, a 5xx, a bad body
+# Seconds to connect, and between two pieces of the reply: a host that takes longer to accept a connection is
+# not reachable from here (a firewall that drops packets), and each attempt would otherwise wait the minute.
+TIMEOUT = (10, 60)
 
 
 def checksum_error(what: str, expected: str, actual: str, advice: str) -> DataError:
@@ -32,7 +36,7 @@ def download(url: str, dest: Path, sha256: str | None = None, desc: str | None =
         with tqdm(total=1, unit="B", unit_scale=True, unit_divisor=1024, desc=desc or dest.name, disable=None,
                   leave=False, delay=1) as bar:
             try:
-                pooch.HTTPDownloader(progressbar=bar, chunk_size=1 << 16, timeout=60)(source, output_file, fetcher)
+                pooch.HTTPDownloader(progressbar=bar, chunk_size=1 << 16, timeout=TIMEOUT)(source, output_file, fetcher)
             except requests.HTTPError as err:
                 if err.response is not None and 400 <= err.response.status_code < 500:
                     # Not an HTTPError, which pooch would retry: asking again cannot help.
@@ -51,8 +55,10 @@ def download(url: str, dest: Path, sha256: str | None = None, desc: str | None =
         raise checksum_error(f"the download of {actual_url} ({attempts})", sha256, received[-1], NOT_SAVED) from None
     except requests.RequestException as err:
         wrapped = err.args[0] if err.args else None  # urllib3's "Max retries exceeded" says less than its reason
-        raise DownloadError(f"downloading {actual_url} failed ({attempts}): "
-                            f"{getattr(wrapped, 'reason', None) or err}") from None
+        message = f"downloading {actual_url} failed ({attempts}): {getattr(wrapped, 'reason', None) or err}"
+        if isinstance(err, requests.ConnectionError):
+            raise HostUnreachable(message, urlsplit(actual_url).netloc) from None
+        raise DownloadError(message) from None
     except OSError as err:
         raise DownloadError(f"downloading {actual_url} to {dest} failed: {err}") from None
     return dest

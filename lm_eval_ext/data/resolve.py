@@ -14,7 +14,7 @@ from ..atomic_write import atomic_write_bytes
 from . import config
 from .archives import read_members_by_suffix, read_zip_bytes
 from .download import checksum_error, download
-from .errors import REVIEW, DataError, DownloadError
+from .errors import REVIEW, DataError, DownloadError, HostUnreachable
 from .registry import PinnedFile, dataset_files, pinned_file
 
 logger = logging.getLogger(__name__)
@@ -82,8 +82,11 @@ def resolve(dataset: str, path: str, explicit: str | os.PathLike | None = None) 
         if pinned.url or pinned.archive_url:
             fix = (f"run `lm-eval-ext data fetch {dataset}` on a machine with internet access and copy its cache "
                    f"({config.cache_dir()}) here, or {fix}")
-        raise DataError(f"Dataset {dataset!r}: file {path!r} was not found. Looked at: {'; '.join(looked)}; "
-                        f"then {err}. To fix this, {fix}.") from None
+        message = f"Dataset {dataset!r}: file {path!r} was not found. Looked at: {'; '.join(looked)}; then {err}. " \
+                  f"To fix this, {fix}."
+        if isinstance(err, HostUnreachable):  # kept: a caller fetching many files skips the host's others
+            raise HostUnreachable(message, err.host) from None
+        raise DataError(message) from None
     return Resolution(candidate, "download")
 
 
@@ -108,7 +111,7 @@ def _fetch_from_archive(pinned: PinnedFile) -> None:
         if pinned.path not in (problems := _archive_problems.get(key, {})):
             problems = _archive_problems[key] = _cache_archive_members(pinned)
     if (problem := problems.get(pinned.path)) is not None:
-        raise type(problem)(str(problem)) from None  # a fresh exception: no traceback of the earlier raise
+        raise problem.fresh() from None
 
 
 def _cache_archive_members(pinned: PinnedFile) -> dict[str, DataError]:
