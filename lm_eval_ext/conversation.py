@@ -32,6 +32,7 @@ import copy
 import dataclasses
 import json
 import logging
+import sys
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -182,6 +183,14 @@ def _generate_turn(t: int, longest: dict, asked: dict, answers: dict, results: d
                                          arguments=(render(messages, chat), gen_kwargs), resps=[], filtered_resps={}))
     if too_long:
         _raise_too_long(too_long, t)
+    if truncated := sorted((dropped, cid) for cid, _, dropped in prepared if dropped):
+        # one line per turn, not per conversation: with a short context nearly every turn of a run is truncated
+        (fewest, _), (most, longest_cid) = truncated[0], truncated[-1]
+        with tqdm.external_write_mode(file=sys.stderr):  # on a line of its own, not after the open bar
+            log.warning("Turn %d: %d of %d conversation(s) did not fit the %s; their transcripts lost %s lines from the "
+                        "middle (the most: %s), each counted in prompts_truncated", t, len(truncated), len(active),
+                        budget_from_settings(longest[longest_cid].length).describe(),
+                        most if fewest == most else f"{fewest} to {most}", longest_cid)
     for (cid, messages, dropped), output in zip(prepared, generate(batch), strict=True):
         results[cid, t] = json.dumps({"text": output, "turn": t, "messages": messages, "truncated_lines": dropped},
                                      ensure_ascii=False)
@@ -218,7 +227,6 @@ def _fit(turn: Turn, t: int, answers: list[str], gen_kwargs: dict, chat: Callabl
         text, dropped = shorten_middle(user[0][start:end], lambda text: fits(with_document(text)), what=where)
     except PromptTooLongError as err:
         raise PromptTooLongError(f"{err} {turn.too_long_help}") from None
-    log.warning("%s did not fit the %s; dropped %d document lines from its middle", where, budget.describe(), dropped)
     return with_document(text), dropped
 
 

@@ -6,6 +6,7 @@ far longer (a transcript is tens of thousands of its tokens).
 from __future__ import annotations
 
 import json
+import logging
 import re
 
 import pytest
@@ -76,15 +77,17 @@ def test_single_turn_stops_before_generating(tiny_model_dir, data_dir, recorded)
 
 
 @skip_where_broken("samples")
-def test_single_turn_truncation_is_visible_and_counted(tiny_model_dir, data_dir, recorded, monkeypatch):
+def test_single_turn_truncation_is_visible_and_counted(tiny_model_dir, data_dir, recorded, monkeypatch, caplog):
     monkeypatch.setenv(KEY_ENV, "sk-overflow-test-key-0123456789abcdef")
-    with StubOpenAIServer(text="\\boxed{5}", models=()) as srv:
+    with StubOpenAIServer(text="\\boxed{5}", models=()) as srv, \
+            caplog.at_level(logging.WARNING, logger="lm_eval_ext.elitr.task"):
         out = evaluate(tiny_model_dir, "elitr_bench_qa_dev_st", [17, 18], overflow="truncate", judge_url=srv.base_url,
                        calls_log=recorded)
     assert out["results"]["elitr_bench_qa_dev_st"]["prompts_truncated,judge"] == 2
     transcript = (data_dir / "elitr_bench/ELITR-minuting-corpus/elitr-minuting-corpus-en/dev/meeting_en_dev_002/"
                   "transcript_MAN_annot16.txt").read_text().splitlines(keepends=True)
     (prompts,) = contexts(recorded)
+    lost = []
     for prompt, sample in zip(prompts, out["samples"]["elitr_bench_qa_dev_st"]):
         assert prompt_tokens(tiny_model_dir, prompt) + MAX_GEN <= MAX_LENGTH
         assert sample["prompts_truncated"] == 1 and sample["arguments"][0][0] == prompt  # the log shows what was sent
@@ -92,8 +95,15 @@ def test_single_turn_truncation_is_visible_and_counted(tiny_model_dir, data_dir,
         kept = max(k for k in range(len(transcript))
                    if "".join(transcript[: (k + 1) // 2]) + "".join(transcript[len(transcript) - k // 2:]) in prompt)
         assert 0 < kept < len(transcript)
+        lost.append(len(transcript) - kept)
         assert prompt.startswith("The following is the transcript of a meeting")
         assert prompt.endswith("provided transcript.\n\n\n\n" + sample["doc"]["question"])
+    # one warning for the task, with the range of lines the transcripts lost
+    lines = f"{min(lost)}" if min(lost) == max(lost) else f"{min(lost)} to {max(lost)}"
+    assert [r.getMessage() for r in caplog.records if r.name == "lm_eval_ext.elitr.task"] == [
+        f"elitr_bench_qa_dev_st: 2 of 2 prompts did not fit the context length {MAX_LENGTH} (max_length={MAX_LENGTH}), "
+        f"tokens counted with {tiny_model_dir}; their transcripts lost {lines} lines from the middle, each counted in "
+        "prompts_truncated"]
 
 
 def test_multi_turn_stops_before_generating(tiny_model_dir, data_dir, recorded):
@@ -105,8 +115,10 @@ def test_multi_turn_stops_before_generating(tiny_model_dir, data_dir, recorded):
 
 
 @skip_where_broken("samples")
-def test_multi_turn_truncation_per_turn(tiny_model_dir, data_dir, recorded):
-    out = evaluate(tiny_model_dir, "elitr_bench_qa_dev_mt", [0, 1, 17, 18], overflow="truncate", calls_log=recorded)
+def test_multi_turn_truncation_per_turn(tiny_model_dir, data_dir, recorded, caplog):
+    with caplog.at_level(logging.WARNING, logger="lm_eval_ext.conversation"):
+        out = evaluate(tiny_model_dir, "elitr_bench_qa_dev_mt", [0, 1, 17, 18], overflow="truncate",
+                       calls_log=recorded)
     calls = contexts(recorded)
     assert [len(call) for call in calls] == [2, 2]
     for prompt in (p for call in calls for p in call):
@@ -119,3 +131,15 @@ def test_multi_turn_truncation_per_turn(tiny_model_dir, data_dir, recorded):
     assert calls[1][0] == "".join(m["content"] for m in turn2)
     assert re.search(r"transcript\.\n\n\n\nWho were the participants of the meeting\?$", turn2[0]["content"])
     assert json.dumps(turn2)  # the logged conversation is plain JSON
+    # one warning per turn (not per conversation), with the range of lines each transcript lost
+    lost = {(s["doc"]["meeting"], json.loads(s["resps"][0][0])["turn"]): json.loads(s["resps"][0][0])["truncated_lines"]
+            for s in samples}
+    warnings = [r.getMessage() for r in caplog.records if r.name == "lm_eval_ext.conversation"]
+    assert len(warnings) == 2
+    for t, message in enumerate(warnings, start=1):
+        by_meeting = sorted((n, meeting) for (meeting, turn), n in lost.items() if turn == t)
+        assert message == (
+            f"Turn {t}: 2 of 2 conversation(s) did not fit the context length {MAX_LENGTH} (max_length={MAX_LENGTH}), "
+            f"tokens counted with {tiny_model_dir}; their transcripts lost {by_meeting[0][0]} to {by_meeting[1][0]} "
+            f"lines from the middle (the most: elitr_bench_qa_dev_mt/{by_meeting[1][1]}), each counted in "
+            "prompts_truncated")

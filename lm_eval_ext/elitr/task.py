@@ -188,6 +188,10 @@ class ElitrTask(JudgedTask):
                 first.transcript, lambda t: self.budget.verdicts([(prompt_with(t), gen_kwargs)])[0].fits, what=where)
             instance.arguments = (prompt_with(transcript), gen_kwargs)
             self._dropped[_key(doc)] = dropped
+        if lost := sorted(self._dropped.values()):
+            log.warning("%s: %d of %d prompts did not fit the %s; their transcripts lost %s lines from the middle, "
+                        "each counted in prompts_truncated", self.config.task, len(lost), len(verdicts),
+                        self.budget.describe(), lost[0] if lost[0] == lost[-1] else f"{lost[0]} to {lost[-1]}")
 
     # -- scoring ------------------------------------------------------------------------------
 
