@@ -157,12 +157,12 @@ def test_the_probe_is_bounded_the_same_way(tmp_path, where, fault):
 
 def test_the_probe_request_gets_the_runs_deadline(tmp_path, monkeypatch):
     """The probe's judge request is a whole judge reply: it gets the run's `timeout`, not the model list's shorter
-    deadline (made 0.2 s here), so a judge slower than that to reply, but within `timeout`, passes the probe."""
+    deadline (made 1 s here), so a judge slower than that to reply, but within `timeout`, passes the probe."""
     from lm_eval_ext.judge import probe as probe_module
 
-    monkeypatch.setattr(probe_module, "PROBE_TIMEOUT", 0.2)
-    with StubOpenAIServer(text="\\boxed{5}", delay_s=0.6, models=["stub-judge"]) as srv:
-        probe(config(srv, tmp_path, timeout=5.0))
+    monkeypatch.setattr(probe_module, "PROBE_TIMEOUT", 1.0)
+    with StubOpenAIServer(text="\\boxed{5}", delay_s=1.5, models=["stub-judge"]) as srv:
+        probe(config(srv, tmp_path, timeout=10.0))
         assert [r["method"] for r in srv.requests] == ["GET", "POST"]
 
 

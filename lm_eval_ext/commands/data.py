@@ -61,22 +61,22 @@ def _fetched(name: str, problems: list[str]) -> str:
     """Resolve every registered file of dataset ``name``: how many were found where, or failed. Once a download
     host could not be reached, its other files are only looked for locally (offline, each would wait its tries)."""
     counts: Counter[str] = Counter()
-    skipped: Counter[str] = Counter()  # files not downloaded, by unreachable host
+    unreachable: dict[str, int] = {}  # host -> its files not downloaded since
     for pinned in dataset_files(name):
         host = urlsplit(config.download_url(pinned.url)).netloc if pinned.url else None
-        if host in skipped and not any(path.is_file() for _, path in local_candidates(pinned)):
-            skipped[host] += 1
+        if host in unreachable and not any(path.is_file() for _, path in local_candidates(pinned)):
+            unreachable[host] += 1
             continue
         try:
             counts[resolve(name, pinned.path).how] += 1
         except HostUnreachable as err:
             counts["failed"] += 1
             problems.append(str(err))
-            skipped[err.host] += 0
+            unreachable.setdefault(err.host, 0)
         except DataError as err:
             counts["failed"] += 1
             problems.append(str(err))
-    for host, files in skipped.items():
+    for host, files in unreachable.items():
         if files:
             counts["not tried"] += files
             problems.append(f"{name}: {files} more file(s) from {host} were not tried, as {host} could not be "

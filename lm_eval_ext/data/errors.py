@@ -20,8 +20,8 @@ class DownloadError(DataError):
 
 
 class HostUnreachable(DownloadError):
-    """No connection to the download host ``host`` in all tries (no network, a name that does not resolve, a
-    refused or timed-out connection): its other files would fail the same way."""
+    """The download host ``host`` could not be connected to, or its connections broke, in all tries (no network, a
+    name that does not resolve, a refused or timed-out connection): its other files would fail the same way."""
 
     def __init__(self, message: str, host: str) -> None:
         super().__init__(message)
