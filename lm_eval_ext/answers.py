@@ -152,6 +152,10 @@ class SavedRun:
 def load(folder: str | Path) -> SavedRun:
     """Read a run directory written by :func:`save` (every task and rank)."""
     folder = Path(folder)
+    if not folder.exists():
+        raise SavedAnswersError(f"{folder} does not exist. A run's saved answers are removed once its results are "
+                                "written (by `lm-eval-ext run`, or by `lm-eval-ext resume`, whose last message names a "
+                                "new directory when some answers are left to judge). Check the path.")
     files = sorted(folder.glob("*.jsonl")) if folder.is_dir() else []
     if not files:
         raise SavedAnswersError(f"{folder} holds no saved answers (a run directory holds <task>.jsonl files written "

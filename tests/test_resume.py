@@ -237,6 +237,15 @@ def test_results_that_cannot_be_written_fail_the_run_and_resume_writes_them(run_
     (expected,) = _results(tmp_path / "direct")
     assert written["results"] == expected["results"] and written["n-samples"] == expected["n-samples"]
     assert not saved.exists()  # resume removes the answers once the results are written
+    again = run_cli(["lm-eval-ext", "resume", saved])  # the same command once more, from the shell's history
+    assert again.returncode == 2 and again.stderr.endswith(
+        f"lm-eval-ext: error: {saved} does not exist. A run's saved answers are removed once its results are written "
+        "(by `lm-eval-ext run`, or by `lm-eval-ext resume`, whose last message names a new directory when some "
+        "answers are left to judge). Check the path.\n"), again.stderr[-2000:]
+    elsewhere = run_cli(["lm-eval-ext", "resume", tmp_path])  # a directory, but no run's
+    assert elsewhere.returncode == 2 and elsewhere.stderr.endswith(
+        f"lm-eval-ext: error: {tmp_path} holds no saved answers (a run directory holds <task>.jsonl files written "
+        "before scoring; the run's log names it). Check the path.\n"), elsewhere.stderr[-2000:]
 
 
 def test_a_run_set_up_in_a_config_file_checks_its_results_and_removes_its_answers(run_cli, data_dir, tmp_path):
