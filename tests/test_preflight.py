@@ -318,7 +318,10 @@ def test_check_with_judge_flags_probes_the_judge_once(run_cli, data_dir, tmp_pat
         posts = [r for r in srv.requests if r["method"] == "POST"]
         assert not judge_calls(srv) and len(posts) == 1  # the same judge for both tasks: probed once
         assert posts[0]["body"]["model"] == "gpt-4o"
+        host = f"127.0.0.1:{srv.port}"
     assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stderr.count(f"judge check: asking gpt-4o at {host} for its model list and one probe reply (up to "
+                             "120 s)\n") == 1
 
 
 def test_a_judge_check_that_fails_names_this_commands_switch_to_skip_it(run_cli, data_dir):

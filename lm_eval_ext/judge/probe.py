@@ -11,6 +11,8 @@ cache is not used: a probe must reach the endpoint. ``--metadata '{"judge_check"
 """
 from __future__ import annotations
 
+import sys
+
 from .client import CallBudget, ItemRejected, JudgeClient, TransientError, run
 from .config import JudgeConfig, how_to_set, metadata_name
 from .errors import JudgeRequestRejected, JudgeUnreachableError
@@ -29,6 +31,9 @@ def probe(config: JudgeConfig) -> None:
     fix = (f"Check {metadata_name('base_url')}, {metadata_name('model')} and the key in {config.api_key_env}; "
            f"{how_to_set('check', 'false')} skips this check (only for a rerun whose verdicts are all cached).")
     client = JudgeClient(config, budget=CallBudget(None), connections=1)  # raises when the key is missing
+    # a slow judge may take up to `timeout` for the reply: say what is being waited for
+    print(f"judge check: asking {setup.model} at {config.base_url_host()} for its model list and one probe reply "
+          f"(up to {config.timeout:g} s)", file=sys.stderr)
     reply = run(_probe(client, config, setup.model, where, fix))
     parsed = setup.parser.parse(reply, setup.low, setup.high)
     if parsed.raw_score is None:
