@@ -19,7 +19,9 @@ context length taken from the task metadata, which the harness fills with the ru
   server, the ``max_model_len`` that server lists for ``model`` (vLLM's ``GET /v1/models``;
   :mod:`lm_eval_ext.served_model`). An adapter that tokenizes the prompts itself
   (``local-completions`` with a tokenizer and tokenized requests, the harness's default) cuts them
-  at its own ``max_length``, 2048 when none is given: the lower of the two is then the limit;
+  at its own ``max_length``, 2048 when none is given: the lower of the two is then the limit. A
+  ``max_length`` or ``max_model_len`` above the positions of ``pretrained``'s config is used as given, with a
+  warning (not when the config scales its rotary positions);
 - tokenizer: ``tokenizer``, else ``pretrained`` (with ``gguf_file``: the tokenizer in that GGUF file, as the hf
   adapter loads it), else ``model`` (a Hugging Face tokenizer, or a tiktoken encoding for OpenAI model names),
   when it loads here; else, for an API model with a
@@ -358,6 +360,32 @@ def resolve_max_length(config, tokenizer, default: int = DEFAULT_MAX_LENGTH) -> 
     return int(length) if length is not None and length != TOKENIZER_INFINITY else default
 
 
+def _warn_past_positions(key: str, max_length: int, metadata: dict) -> None:
+    """Warn when the run's context length ``key`` is above the positions of the config of ``pretrained``: prompts
+    that long count as fitting, and the model gets positions it was not built for (an error with learned position
+    embeddings, worse answers with rotary ones), unless the config scales its rotary positions."""
+    pretrained = metadata.get("pretrained")
+    if not isinstance(pretrained, str) or not pretrained:
+        return
+    from transformers import AutoConfig
+
+    try:
+        config = AutoConfig.from_pretrained(pretrained, trust_remote_code=bool(metadata.get("trust_remote_code", False)),
+                                            **_gguf(metadata.get("gguf_file")))
+    except Exception:  # noqa: BLE001 -- only a warning: the length the run named is used either way
+        return
+    config = getattr(config, "text_config", None) or config
+    positions = next((int(value) for attribute in ("n_positions", "max_position_embeddings", "n_ctx")
+                      if (value := getattr(config, attribute, None)) is not None), None)
+    rope = getattr(config, "rope_parameters", None) or getattr(config, "rope_scaling", None) or {}
+    scaled = isinstance(rope, dict) and rope.get("rope_type", rope.get("type", "default")) != "default"
+    if positions is not None and max_length > positions and not scaled:
+        log.warning("%s=%d is above the %d positions of the model config of %s: prompts of up to %d tokens count as "
+                    "fitting and are sent whole, past the positions the model was built for. Give %s=%d or less, "
+                    "unless the model is meant to run longer.", key, max_length, positions, pretrained, max_length,
+                    key, positions)
+
+
 def _gguf(gguf_file: str | None) -> dict:
     """The keyword that makes transformers read a config or tokenizer from a GGUF file (none without one)."""
     return {"gguf_file": gguf_file} if gguf_file else {}
@@ -473,6 +501,7 @@ def _resolved(settings: tuple[tuple[str, object], ...]) -> LengthBudget | str:
     for key in ("max_length", "max_model_len"):
         if metadata.get(key) is not None:
             max_length, source = _positive_int(metadata[key], key), f"{key}={metadata[key]}"
+            _warn_past_positions(key, max_length, metadata)
             break
     else:
         pretrained = metadata.get("pretrained")

@@ -41,6 +41,24 @@ def test_context_length_sources(tiny_model_dir):
     assert resolve_budget({"max_length": 99, "model": "x", "tokenizer": str(tiny_model_dir)}).tokenizer_name == str(tiny_model_dir)
 
 
+def test_a_context_length_above_the_models_positions_is_warned(tiny_model_dir, tmp_path, caplog):
+    """The tiny model's config has 2048 positions: max_length=4096 is warned about (once), 2048 is not, and a config
+    that scales its rotary positions is let be."""
+    scaled = tmp_path / "scaled"
+    scaled.mkdir()
+    config = json.loads((tiny_model_dir / "config.json").read_text())
+    (scaled / "config.json").write_text(json.dumps({**config, "rope_scaling": {"rope_type": "linear", "factor": 4.0}}))
+    with caplog.at_level("WARNING", logger="lm_eval_ext.prompt_length"):
+        assert resolve_budget({"pretrained": str(tiny_model_dir), "max_length": 4096}).max_length == 4096
+        assert resolve_budget({"pretrained": str(tiny_model_dir), "max_length": 4096, "dtype": "float32"})
+        assert resolve_budget({"pretrained": str(tiny_model_dir), "max_model_len": 2048})
+        assert resolve_budget({"pretrained": str(scaled), "tokenizer": str(tiny_model_dir), "max_length": 8192})
+    assert [r.getMessage() for r in caplog.records if r.name == "lm_eval_ext.prompt_length"] == [
+        f"max_length=4096 is above the 2048 positions of the model config of {tiny_model_dir}: prompts of up to 4096 "
+        "tokens count as fitting and are sent whole, past the positions the model was built for. Give "
+        "max_length=2048 or less, unless the model is meant to run longer."]
+
+
 def test_unusable_tokenizer_and_config_are_user_errors(tmp_path):
     missing = str(tmp_path / "no-such-tokenizer")  # a local path: no hub lookup, whatever the offline settings
     with pytest.raises(UserError, match="cannot load a tokenizer for .*no-such-tokenizer"):
