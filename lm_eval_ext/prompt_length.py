@@ -352,12 +352,17 @@ def resolve_max_length(config, tokenizer, default: int = DEFAULT_MAX_LENGTH) -> 
     """The context length the hf adapter gives a model: its (text) config's n_positions, max_position_embeddings
     or n_ctx, else the tokenizer's model_max_length when set, else ``default`` (the order of lm-eval 0.4.13's
     ``lm_eval.models.utils.resolve_max_length``; 0.4.12 and 0.5 have no such function, their HFLM the same order)."""
-    config = getattr(config, "text_config", None) or config
-    for attribute in ("n_positions", "max_position_embeddings", "n_ctx"):
-        if getattr(config, attribute, None) is not None:
-            return int(getattr(config, attribute))
+    if (positions := _config_positions(config)) is not None:
+        return positions
     length = getattr(tokenizer, "model_max_length", None)
     return int(length) if length is not None and length != TOKENIZER_INFINITY else default
+
+
+def _config_positions(config) -> int | None:
+    """The positions a model (text) config gives: n_positions, max_position_embeddings or n_ctx (None if none)."""
+    config = getattr(config, "text_config", None) or config
+    return next((int(value) for attribute in ("n_positions", "max_position_embeddings", "n_ctx")
+                 if (value := getattr(config, attribute, None)) is not None), None)
 
 
 def _warn_past_positions(key: str, max_length: int, metadata: dict) -> None:
@@ -374,9 +379,8 @@ def _warn_past_positions(key: str, max_length: int, metadata: dict) -> None:
                                             **_gguf(metadata.get("gguf_file")))
     except Exception:  # noqa: BLE001 -- only a warning: the length the run named is used either way
         return
+    positions = _config_positions(config)
     config = getattr(config, "text_config", None) or config
-    positions = next((int(value) for attribute in ("n_positions", "max_position_embeddings", "n_ctx")
-                      if (value := getattr(config, attribute, None)) is not None), None)
     rope = getattr(config, "rope_parameters", None) or getattr(config, "rope_scaling", None) or {}
     scaled = isinstance(rope, dict) and rope.get("rope_type", rope.get("type", "default")) != "default"
     if positions is not None and max_length > positions and not scaled:
