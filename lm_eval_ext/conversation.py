@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from tqdm import tqdm
 
 from .errors import UserError
-from .prompt_length import PromptTooLongError, budget_from_settings, shorten_middle
+from .prompt_length import PromptTooLongError, budget_from_settings, lines_lost, shorten_middle
 
 log = logging.getLogger(__name__)
 
@@ -183,14 +183,14 @@ def _generate_turn(t: int, longest: dict, asked: dict, answers: dict, results: d
                                          arguments=(render(messages, chat), gen_kwargs), resps=[], filtered_resps={}))
     if too_long:
         _raise_too_long(too_long, t)
-    if truncated := sorted((dropped, cid) for cid, _, dropped in prepared if dropped):
+    if truncated := {cid: dropped for cid, _, dropped in prepared if dropped}:
         # one line per turn, not per conversation: with a short context nearly every turn of a run is truncated
-        (fewest, _), (most, longest_cid) = truncated[0], truncated[-1]
+        most = max(truncated, key=lambda cid: (truncated[cid], cid))
         with tqdm.external_write_mode(file=sys.stderr):  # on a line of its own, not after the open bar
-            log.warning("Turn %d: %d of %d conversation(s) did not fit the %s; their transcripts lost %s lines from the "
-                        "middle (the most: %s), each counted in prompts_truncated", t, len(truncated), len(active),
-                        budget_from_settings(longest[longest_cid].length).describe(),
-                        most if fewest == most else f"{fewest} to {most}", longest_cid)
+            log.warning("Turn %d: %d of %d conversation(s) did not fit the %s; %s (the most: %s), each counted in "
+                        "prompts_truncated", t, len(truncated), len(active),
+                        budget_from_settings(longest[most].length).describe(), lines_lost(list(truncated.values())),
+                        most)
     for (cid, messages, dropped), output in zip(prepared, generate(batch), strict=True):
         results[cid, t] = json.dumps({"text": output, "turn": t, "messages": messages, "truncated_lines": dropped},
                                      ensure_ascii=False)

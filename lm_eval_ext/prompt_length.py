@@ -255,6 +255,13 @@ def shorten_middle(text: str, fits: Callable[[str], bool], what: str = "the prom
     return without(low), low
 
 
+def lines_lost(dropped: list[int]) -> str:
+    """What :func:`shorten_middle` took from several texts, for the log: "their transcripts lost 3 to 696 lines
+    from the middle" (one number when all lost as many)."""
+    fewest, most = min(dropped), max(dropped)
+    return f"their transcripts lost {most if fewest == most else f'{fewest} to {most}'} lines from the middle"
+
+
 def _prompt_or_messages(context) -> str | list[dict]:
     # The harness hands chat API models a JsonChatStr (a NamedTuple whose `prompt` is the messages as JSON).
     if isinstance(context, str):

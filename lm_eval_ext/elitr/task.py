@@ -27,8 +27,7 @@ from lm_eval.api.metrics import mean
 from ..conversation import OVERFLOW_POLICIES, Turn, render, turn_messages
 from ..errors import UserError, metadata_arg, truth_value
 from ..judge.harness import GENERATION_KEY, JudgedTask, judge_output, judge_result
-from ..prompt_length import (LengthCheckError, PromptTooLongError, resolve_budget,
-                             shorten_middle)
+from ..prompt_length import LengthCheckError, PromptTooLongError, lines_lost, resolve_budget, shorten_middle
 from .data import build_documents
 from .metrics import SUBSET_METRICS, question_metrics
 from .prompts import answer_template, format_question, user_messages
@@ -188,10 +187,10 @@ class ElitrTask(JudgedTask):
                 first.transcript, lambda t: self.budget.verdicts([(prompt_with(t), gen_kwargs)])[0].fits, what=where)
             instance.arguments = (prompt_with(transcript), gen_kwargs)
             self._dropped[_key(doc)] = dropped
-        if lost := sorted(self._dropped.values()):
-            log.warning("%s: %d of %d prompts did not fit the %s; their transcripts lost %s lines from the middle, "
-                        "each counted in prompts_truncated", self.config.task, len(lost), len(verdicts),
-                        self.budget.describe(), lost[0] if lost[0] == lost[-1] else f"{lost[0]} to {lost[-1]}")
+        if self._dropped:
+            log.warning("%s: %d of %d prompts did not fit the %s; %s, each counted in prompts_truncated",
+                        self.config.task, len(self._dropped), len(verdicts), self.budget.describe(),
+                        lines_lost(list(self._dropped.values())))
 
     # -- scoring ------------------------------------------------------------------------------
 
