@@ -104,9 +104,11 @@ def test_a_damaged_page_turns_the_cache_off_with_one_warning(tmp_path, caplog):
         _fill(srv, cache, 100)
         pages = cache.stat().st_size // PAGE
         assert pages > 20
-        with open(cache, "r+b") as handle:  # the second half of the pages: garbage after their headers
+        # the second half of the pages: garbage from their first byte, so the page type is invalid and any read of
+        # them fails (garbage only after the header can send a lookup to a wrong cell without an error)
+        with open(cache, "r+b") as handle:
             for page in range(pages // 2, pages):
-                handle.seek(page * PAGE + 8)
+                handle.seek(page * PAGE)
                 handle.write(b"\xde\xad\xbe\xef" * 64)
         with sqlite3.connect(cache) as db, pytest.raises(sqlite3.DatabaseError, match="malformed"):
             db.execute("SELECT * FROM judge_replies").fetchall()  # really damaged
@@ -118,10 +120,10 @@ def test_a_damaged_page_turns_the_cache_off_with_one_warning(tmp_path, caplog):
     assert [r.score for r in results] == EXPECTED[:100]  # every item judged, correctly
     # lookups stopped at the first damaged page met (which one depends on the keys, which name the port)
     assert judge.stats.from_cache < 100 and calls == 100 - judge.stats.from_cache
+    assert judge.stats.to_dict()["cache_problem"] == "not used: database disk image is malformed"
     (warning,) = _warnings(caplog)
     assert f"The judge cache {cache} failed while being read (database disk image is malformed)" in warning
     assert "the run goes on without it" in warning and 'mv "$f" "$f.broken"' in warning
-    assert judge.stats.to_dict()["cache_problem"] == "not used: database disk image is malformed"
 
 
 def _make_read_only(path: Path) -> None:
