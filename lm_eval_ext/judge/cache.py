@@ -89,6 +89,9 @@ class JudgeCache:
             # WAL with synchronous=NORMAL: a commit is safe when the process is killed (the WAL is in the
             # OS's hands); only a power cut can lose the last replies. FULL would fsync on every reply.
             self._db.execute("PRAGMA synchronous=NORMAL")
+            # check each page's cells as it is read: a damaged page is then an error (the warning, the cache off)
+            # instead of lookups that miss without one, each paying for a call the cache holds
+            self._db.execute("PRAGMA cell_size_check=ON")
             self._db.execute(
                 "CREATE TABLE IF NOT EXISTS judge_replies ("
                 "key TEXT PRIMARY KEY, reply TEXT NOT NULL, model TEXT NOT NULL, created REAL NOT NULL)"
@@ -114,6 +117,7 @@ class JudgeCache:
         try:
             self._db = sqlite3.connect(f"file:{quote(str(self.path.resolve()))}?mode=ro", uri=True, timeout=BUSY_TIMEOUT,
                                        check_same_thread=False, isolation_level=None)
+            self._db.execute("PRAGMA cell_size_check=ON")  # as in __init__
             self._db.execute("SELECT key FROM judge_replies LIMIT 1").fetchall()
         except sqlite3.Error:
             self._close()
