@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from lm_eval_ext.judge import JudgeItem, resolve_config
+from lm_eval_ext.judge.cache import JudgeCache, request_key
 from lm_eval_ext.judge.errors import JudgeCacheError
 from lm_eval_ext.judge.runner import Judge
 
@@ -98,19 +99,44 @@ def test_the_move_aside_command_works(tmp_path):
         assert [r.score for r in judge.run(items(2))] == EXPECTED[:2]
 
 
+def _damage_second_half(cache: Path) -> None:
+    """Garbage after the headers of the second half of the pages, where their cell pointers are."""
+    pages = cache.stat().st_size // PAGE
+    assert pages > 20
+    with open(cache, "r+b") as handle:
+        for page in range(pages // 2, pages):
+            handle.seek(page * PAGE + 8)
+            handle.write(b"\xde\xad\xbe\xef" * 64)
+
+
+def test_a_damaged_page_is_an_error_never_a_silent_miss(tmp_path, caplog):
+    # SQLite reads a cell pointer masked to the page unless it checks cells: a lookup through a damaged page could
+    # then find nothing without an error (it does for these keys), and the run would pay for replies the file holds
+    cache = tmp_path / "judge_cache.sqlite"
+    keys = [request_key("http://127.0.0.1:3/v1/chat/completions", {"item": i}) for i in range(100)]
+    replies = [f"Feedback: {'words ' * 80}\\boxed{{{i % 10 + 1}}}" for i in range(100)]
+    store = JudgeCache(cache)
+    for key, reply in zip(keys, replies):
+        store.put(key, reply, "stub-judge")
+    store.close()
+    _damage_second_half(cache)
+    store = JudgeCache(cache)
+    found = []
+    for key in keys:
+        reply = store.get(key)
+        if store.problem is not None:
+            break
+        found.append(reply)
+    assert found == replies[:len(found)]  # each lookup before the damage was met found its reply
+    assert store.problem == "not used: database disk image is malformed" and len(_warnings(caplog)) == 1
+    assert [store.get(key) for key in keys] == [None] * 100  # the cache is off for the rest of the run
+
+
 def test_a_damaged_page_turns_the_cache_off_with_one_warning(tmp_path, caplog):
     cache = tmp_path / "judge_cache.sqlite"
     with StubOpenAIServer(responder=score) as srv:
         _fill(srv, cache, 100)
-        pages = cache.stat().st_size // PAGE
-        assert pages > 20
-        # the second half of the pages: garbage after their headers, where the cell pointers are. SQLite reads such
-        # a pointer masked to the page unless cells are checked, and the lookup may then miss without an error (in
-        # about one run in twenty, by the keys): the cache checks them, so a lookup through such a page fails
-        with open(cache, "r+b") as handle:
-            for page in range(pages // 2, pages):
-                handle.seek(page * PAGE + 8)
-                handle.write(b"\xde\xad\xbe\xef" * 64)
+        _damage_second_half(cache)
         with sqlite3.connect(cache) as db, pytest.raises(sqlite3.DatabaseError, match="malformed"):
             db.execute("SELECT * FROM judge_replies").fetchall()  # really damaged
         calls = srv.call_count
