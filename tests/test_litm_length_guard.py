@@ -2,10 +2,15 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
+import yaml
+from helpers.files import PROJECT_ROOT
 
 from lm_eval_ext.errors import UserError
+from lm_eval_ext.litm import options
+from lm_eval_ext.litm.task import remedies, shorter_tasks
 from lm_eval_ext.prompt_length import LengthBudget, resolve_budget
 
 
@@ -100,6 +105,46 @@ def test_every_prompt_skipped_is_an_error_naming_what_helps():
         "nothing was generated. Use a longer context.")
 
 
+def test_what_helps_names_only_tasks_with_shorter_prompts_of_the_same_kind():
+    """The advice names the tasks of the failing task's kind with fewer documents or pairs (never the task
+    itself), each a task the plugin has."""
+    def shorter(task, dataset_kwargs, metadata=None):
+        return shorter_tasks(options.setup_from(task, dataset_kwargs, metadata or {}))
+
+    assert shorter("litm_qa_30docs", {"setting": "qa", "k": 30, "positions": [0]}) == (
+        "fewer documents: litm_qa_20docs, litm_qa_10docs, litm_qa_oracle")
+    assert shorter("litm_qa_20docs_qac", {"setting": "qa", "k": 20, "positions": [0], "query_aware": True}) == (
+        "fewer documents: litm_qa_10docs_qac, litm_qa_oracle")
+    assert shorter("litm_qa_10docs", {"setting": "qa", "k": 10, "positions": [0]}) == "fewer documents: litm_qa_oracle"
+    assert shorter("litm_kv_300keys", {"setting": "kv", "k": 300, "positions": [0]}) == (
+        "fewer key-value pairs: litm_kv_140keys, litm_kv_75keys, "
+        """litm_kv_generated with --metadata '{"litm_kv_pairs": 150}'""")
+    assert shorter("litm_kv_75keys_qac", {"setting": "kv", "k": 75, "positions": [0], "query_aware": True}) == (
+        """fewer key-value pairs: litm_kv_generated_qac with --metadata '{"litm_kv_pairs": 37}'""")
+    assert shorter("litm_kv_generated", {"setting": "kv", "generated": True}, {"litm_kv_pairs": 1000}) == (
+        """fewer key-value pairs: litm_kv_300keys, litm_kv_140keys, litm_kv_75keys, litm_kv_generated with """
+        """--metadata '{"litm_kv_pairs": 500}'""")
+    assert shorter("litm_kv_generated", {"setting": "kv", "generated": True}, {"litm_kv_pairs": 3}) == ""
+    assert shorter("litm_qa_oracle", {"setting": "oracle"}) == ""
+    assert shorter("litm_qa_closedbook", {"setting": "closedbook"}) == ""
+
+    # the advice without a shorter task
+    oracle = remedies(options.setup_from("litm_qa_oracle", {"setting": "oracle"}, {}))
+    assert oracle == (
+        "What would help: a model with a longer context (and max_length=N in --model_args, up to what the model "
+        """supports), or --metadata '{"litm_too_long": "truncate"}' to send them anyway, cut at the start by the """
+        "model adapter (scored and counted in prompts_truncated: not the published prompts).")
+    # every name given, for every task of the plugin (1,000 pairs for the generated ones), is one of its tasks
+    folder = PROJECT_ROOT / "tasks" / "lost_in_the_middle"
+    configs = [yaml.safe_load(path.read_text()) for path in folder.glob("litm_*.yaml")]
+    named = set()
+    for config in configs:
+        given = shorter(config["task"], {"positions": [0], **config["dataset_kwargs"]}, {"litm_kv_pairs": 1000})
+        named |= set(re.findall(r"\blitm_\w+", given))
+    assert named - {"litm_kv_pairs"} <= {config["task"] for config in configs}
+    assert "litm_kv_generated_qac" in named and "litm_qa_10docs_qac" in named
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("command", ["lm_eval", "lm-eval-ext"])
 def test_a_task_whose_every_prompt_is_too_long_stops_before_generating(run_cli, tiny_model_dir, data_dir, tmp_path,
@@ -123,7 +168,10 @@ def test_a_task_whose_every_prompt_is_too_long_stops_before_generating(run_cli, 
                     "--log_samples"])
     assert proc.returncode != 0
     assert "Task litm_kv_75keys: none of its 3 prompts fits the model's context length 512" in proc.stderr
-    assert """--metadata '{"litm_too_long": "truncate"}'""" in proc.stderr and "max_length=N" in proc.stderr
+    setup = options.setup_from("litm_kv_75keys", {"setting": "kv", "k": 75, "positions": [0]}, {})
+    assert remedies(setup) in proc.stderr
+    assert ("a task with shorter prompts (fewer key-value pairs: litm_kv_generated with "
+            """--metadata '{"litm_kv_pairs": 37}')""") in proc.stderr
     assert not list(out.rglob("results_*.json")) and not (tmp_path / "calls").exists()
     if command == "lm-eval-ext":
         assert proc.returncode == 2 and "Traceback" not in proc.stderr

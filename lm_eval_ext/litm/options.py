@@ -22,6 +22,7 @@ from ..errors import UserError, metadata_arg, truth_value
 
 SETTINGS = ("qa", "oracle", "closedbook", "kv")
 TOO_LONG_POLICIES = ("skip", "truncate")
+MIN_KV_PAIRS = 2  # a generated key-value context: the gold pair and at least one distractor
 METADATA_KEYS = ("litm_positions", "litm_too_long", "litm_qa_file", "litm_kv_file", "litm_kv_pairs",
                  "litm_kv_examples", "litm_kv_seed", "litm_verify_published")
 
@@ -112,7 +113,7 @@ def setup_from(task: str, dataset_kwargs: dict, metadata: dict) -> LitmSetup:
     generated = bool(dataset_kwargs.get("generated", False))
     k = {"oracle": 1, "closedbook": 0}.get(setting, dataset_kwargs.get("k"))
     if generated:
-        k = _int_option(metadata, "litm_kv_pairs", None, task, 2)
+        k = _int_option(metadata, "litm_kv_pairs", None, task, MIN_KV_PAIRS)
         if k is None:
             raise OptionError(f"{task} runs on generated key-value data and needs the number of pairs: "
                               f"{metadata_arg(litm_kv_pairs=1000)} for 1000 (an integer; optionally also litm_kv_examples, "

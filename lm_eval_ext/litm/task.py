@@ -29,18 +29,41 @@ from ..prompt_length import LengthBudget, Verdict, require_prompts_left, resolve
 from ..task_base import ExtTask
 from .contexts import kv_context, qa_context
 from .docs import LitmData, load
-from .options import METADATA_KEYS, LitmSetup, setup_from
+from .options import METADATA_KEYS, MIN_KV_PAIRS, LitmSetup, setup_from
 from .prompts import closedbook_prompt, kv_prompt_pieces, qa_prompt_pieces
 from .scoring import best_subspan_em, first_line, kv_correct
 
 log = logging.getLogger(__name__)
 
 LENGTH_METRICS = ("prompts_skipped", "prompts_truncated")
-REMEDIES = ("What would help: a model with a longer context (and max_length=N in --model_args, up to what the model "
-            "supports), a task with shorter prompts (fewer documents or keys: litm_qa_10docs, litm_kv_75keys, or "
-            f"litm_qa_oracle), or {metadata_arg(litm_too_long='truncate')} to send them anyway, cut at the start by the model "
-            "adapter (scored and counted in prompts_truncated: not the published prompts).")
+QA_DOCS, KV_PAIRS = (10, 20, 30), (75, 140, 300)  # the published tasks' sizes (litm_qa_<n>docs, litm_kv_<n>keys)
 SWEEP_METRICS = ("acc_gap", "acc_middle_drop")
+
+
+def shorter_tasks(setup: LitmSetup) -> str:
+    """The tasks of ``setup``'s kind with shorter prompts, as a phrase ("" for the oracle and closed-book tasks,
+    whose prompts are the shortest, and for the fewest pairs there are): the published tasks with fewer documents
+    (and the oracle) or fewer pairs, the query-aware ones for a query-aware task, and the generated key-value task
+    with half the pairs."""
+    qac = "_qac" if setup.query_aware else ""
+    if setup.setting == "qa":
+        names = [f"litm_qa_{n}docs{qac}" for n in reversed(QA_DOCS) if n < setup.k] + ["litm_qa_oracle"]
+        return f"fewer documents: {', '.join(names)}"
+    if setup.setting == "kv":
+        names = [f"litm_kv_{n}keys{qac}" for n in reversed(KV_PAIRS) if n < setup.k]
+        if setup.k // 2 >= MIN_KV_PAIRS:
+            names.append(f"litm_kv_generated{qac} with {metadata_arg(litm_kv_pairs=setup.k // 2)}")
+        return f"fewer key-value pairs: {', '.join(names)}" if names else ""
+    return ""
+
+
+def remedies(setup: LitmSetup) -> str:
+    """What helps when none of a task's prompts fits the model's window (:func:`require_prompts_left`)."""
+    shorter = shorter_tasks(setup)
+    return ("What would help: a model with a longer context (and max_length=N in --model_args, up to what the model "
+            f"supports), {f'a task with shorter prompts ({shorter}), ' if shorter else ''}"
+            f"or {metadata_arg(litm_too_long='truncate')} to send them anyway, cut at the start by the model adapter "
+            "(scored and counted in prompts_truncated: not the published prompts).")
 
 
 class LitmTask(ExtTask):
@@ -120,7 +143,7 @@ class LitmTask(ExtTask):
         log.info("%s: %d of %d prompts fit the %s", self.setup.task, len(instances) - len(too_long), len(instances),
                  self.budget.describe())
         if self.setup.too_long == "skip":
-            require_prompts_left(self.setup.task, len(too_long), len(instances), self.budget, REMEDIES)
+            require_prompts_left(self.setup.task, len(too_long), len(instances), self.budget, remedies(self.setup))
         if too_long:
             by_position = Counter(doc.get("gold_position") for doc in too_long)
             where = ", ".join(f"position {p}: {n}" for p, n in sorted(by_position.items()) if p is not None)
