@@ -113,13 +113,17 @@ def require_prompts_left(task: str, skipped: int, total: int, budget: LengthBudg
     """Stop before anything is generated when all ``total`` prompts of ``task`` are skipped as too long.
 
     A run in which nothing is scored would end in a table of zeros and NaNs and exit 0; this is one
-    paragraph instead: the task, the count, the model's context and ``remedies`` (the options that help).
+    paragraph instead (:func:`nothing_fits`).
     """
     if total and skipped == total:
-        raise NothingToScoreError(
-            f"Task {task}: none of its {total} prompts fits the model's {budget.describe()} (with the tokens "
-            f"reserved for the answer), so none of its documents could be scored; nothing was generated. "
-            f"{remedies}")
+        raise NothingToScoreError(nothing_fits(task, total, budget, remedies))
+
+
+def nothing_fits(task: str, total: int, budget: LengthBudget, remedies: str) -> str:
+    """The paragraph for a task none of whose ``total`` prompts fits: the task, the count, the model's context and
+    ``remedies`` (the options that help)."""
+    return (f"Task {task}: none of its {total} prompts fits the model's {budget.describe()} (with the tokens "
+            f"reserved for the answer), so none of its documents could be scored; nothing was generated. {remedies}")
 
 
 def max_gen_toks(gen_kwargs: dict | None) -> int:

@@ -260,6 +260,14 @@ class ExtTask(ConfigurableTask):
     def review_requests(self, instances: list[Instance], chat_template=None, system_instruction=None) -> None:
         """Withhold (:meth:`withhold`) or change requests before they are sent; default: keep all."""
 
+    def length_problem(self, docs: list[dict], gen_kwargs: dict) -> str | None:
+        """Before the model is loaded (``lm-eval-ext run`` and ``check``): a paragraph when the prompts of ``docs``
+        (the run's documents) cannot fit the model's context as this task's length policy needs, so the run would
+        stop when its requests are reviewed. The prompts are measured without a chat template and a system
+        instruction, which only lengthen them; ``gen_kwargs`` are the run's generation arguments. None when they
+        may fit, or when no context length is known; by default, always None."""
+        return None
+
     @staticmethod
     def withhold(instance: Instance) -> None:
         """Never send ``instance`` to the model: it is answered with None."""

@@ -7,6 +7,7 @@ model to load, so every failure here comes within seconds of the command's start
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -358,3 +359,36 @@ def test_an_api_model_s_timeout_cannot_become_the_sql_sandbox_s_clock(run_cli, d
         proc = run_cli(["lm-eval-ext", "check", *flags, "--metadata",
                         json.dumps({"interpretations": "maximum", "timeout": 60})])
         assert proc.returncode == 0, proc.stderr[-3000:]
+
+
+def test_prompts_that_would_stop_the_run_are_found_before_the_model(run_cli, tiny_model_dir, data_dir, tmp_path):
+    """With the model's context known (2,048 tokens, counted with the tiny model's tokenizer), the prompts the run
+    would stop on are found before the model is loaded: Lost in the Middle's when none fits, ELITR-Bench's when one
+    does not (alone, and the first turn of a conversation), with the run's --gen_kwargs. The policies that let a run
+    go on (truncate) pass."""
+    window = {"max_length": 2048, "tokenizer": str(tiny_model_dir)}
+    tasks = "litm_kv_75keys,litm_qa_closedbook,elitr_bench_qa_dev_st,elitr_bench_qa_dev_mt"
+    flags = ["--tasks", tasks, "--limit", "3", "--predict_only", "--output_path", str(tmp_path / "out"),
+             "--gen_kwargs", "max_gen_toks=64"]
+    proc = run_cli(["lm-eval-ext", "run", *_canned(tmp_path), *flags, "--metadata", json.dumps(window)])
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    litm, single, conversation = _paragraphs(proc.stderr)
+    context = f"context length 2048 (max_length=2048), tokens counted with {tiny_model_dir}"
+    assert litm.startswith(f"Task litm_kv_75keys: none of its 3 prompts fits the model's {context} (with the tokens "
+                           "reserved for the answer), so none of its documents could be scored; nothing was generated. "
+                           "What would help:")
+    measured = (f"the {context}, with max_gen_toks=64 reserved for the answer; measured without a chat template or a "
+                "system instruction, which only lengthen them. The longest, ")
+    assert single.startswith(f"elitr_bench_qa_dev_st: 3 of 3 prompts do not fit {measured}meeting_en_dev_001 question ")
+    assert conversation.startswith("elitr_bench_qa_dev_mt: the first turn of 1 of 1 conversations (the transcript and "
+                                   "the first question, which every later turn holds) does not fit "
+                                   f"{measured}the conversation on meeting_en_dev_001, has ")
+    for paragraph in (single, conversation):
+        assert int(re.search(r"has (\d+) tokens", paragraph)[1]) > 2048 - 64
+        assert paragraph.endswith("""or pass --metadata '{"overflow": "truncate"}' to cut the middle of the transcript """
+                                  "of the prompts that do not fit (they are counted in `prompts_truncated`).")
+    assert not (tmp_path / "calls.jsonl").exists()
+
+    truncate = {**window, "litm_too_long": "truncate", "overflow": "truncate"}
+    proc = run_cli(["lm-eval-ext", "check", *_canned(tmp_path), *flags, "--metadata", json.dumps(truncate)])
+    assert proc.returncode == 0, proc.stderr[-3000:]

@@ -11,7 +11,9 @@ In order, each failure one paragraph (all failures are reported, then the comman
 4. the output path: it can be created and written;
 5. the plugin's tasks are built as the run will build them: every data file they need is found
    and verified (Spider databases included; the items left out for missing databases are
-   counted), every task option is valid;
+   counted), every task option is valid; and, when the model's context length is known, the run's prompts
+   that would stop it are found (Lost in the Middle under ``litm_too_long=skip``: none fits; ELITR-Bench under
+   ``overflow=error``: one does not), measured without a chat template, which only lengthens them;
 6. the judge of every judged task answers (lm_eval_ext/judge/probe.py), unless ``--predict_only``; then
    a note estimates the judge's calls, tokens and price (lm_eval_ext/judge/usage.py).
 
@@ -23,6 +25,7 @@ from __future__ import annotations
 import difflib
 import fnmatch
 import inspect
+import math
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -175,6 +178,13 @@ def _check_tasks(leaves: list[str], cfg, predict_only: bool, report: Preflight) 
             continue
         if not isinstance(task, ExtTask):
             continue
+        try:
+            problem = task.length_problem(_run_documents(task, name, cfg), {**(task.config.generation_kwargs or {}),
+                                                                            **(cfg.gen_kwargs or {})})
+        except UserError as err:
+            problem = str(err)
+        if problem:
+            report.fail(problem)
         excluded = (task.config.metadata or {}).get("excluded")
         left_out = sum(excluded.get(k, 0) for k in ("db_missing", "gold_error", "gold_budget")) if excluded else 0
         if left_out:
@@ -192,6 +202,15 @@ def _check_tasks(leaves: list[str], cfg, predict_only: bool, report: Preflight) 
                 report.fail(f"{name}: {err}")
     if judged:
         report.notes.append(judge_estimate_note(judged))
+
+
+def _run_documents(task, name: str, cfg) -> list[dict]:
+    """The documents of ``task`` the run takes in one process: all, the first ``--limit`` (a fraction of them
+    rounded up, as the harness's evaluator counts it) or those ``--samples`` names."""
+    limit, samples = cfg.limit, (cfg.samples or {}).get(name) if isinstance(cfg.samples, dict) else None
+    if limit is not None:
+        limit = math.ceil(len(task.eval_docs) * limit) if limit < 1.0 else int(limit)
+    return [doc for _, doc in task.rank_documents(limit=limit, samples=samples)]
 
 
 def judge_estimate_note(judged: list) -> str:

@@ -152,6 +152,31 @@ class ElitrTask(JudgedTask):
             return self.conversation_request(doc, ctx, copy.deepcopy(self.config.generation_kwargs), **kwargs)
         return super().construct_requests(doc, ctx, **kwargs)
 
+    def length_problem(self, docs: list[dict], gen_kwargs: dict) -> str | None:
+        """Under ``overflow=error``: a paragraph when a prompt cannot fit, so the run would stop: a single-turn
+        prompt, or a conversation's first turn (its transcript and first question, which every later turn holds)."""
+        if self.budget is None or self.overflow != "error" or not docs:
+            return None
+        if self.mode == "mt":  # (what, meeting, question)
+            asked = [(f"the conversation on {meeting}", meeting, self.questions[meeting][0])
+                     for meeting in dict.fromkeys(doc["meeting"] for doc in docs)]
+        else:
+            asked = [(f"{doc['meeting']} question {doc['question_id']}", doc["meeting"], doc["question"]) for doc in docs]
+        prompts = [render(turn_messages(None, user_messages(self.template, self.transcripts[meeting], [question],
+                                                            self.qa_markers)[1], []), None)
+                   for _, meeting, question in asked]
+        verdicts = self.budget.verdicts([(prompt, gen_kwargs) for prompt in prompts])
+        too_long = [(verdict.prompt_tokens, what) for verdict, (what, _, _) in zip(verdicts, asked, strict=True)
+                    if not verdict.fits]
+        if not too_long:
+            return None
+        tokens, longest = max(too_long)
+        which = ("the first turn of {} of {} conversations (the transcript and the first question, which every later "
+                 "turn holds) does" if self.mode == "mt" else "{} of {} prompts do").format(len(too_long), len(asked))
+        return (f"{self.config.task}: {which} not fit the {self.budget.describe()}, with "
+                f"max_gen_toks={verdicts[0].max_gen_toks} reserved for the answer; measured without a chat template or a "
+                f"system instruction, which only lengthen them. The longest, {longest}, has {tokens} tokens. {FIX}")
+
     def review_requests(self, instances, chat_template=None, system_instruction=None) -> None:
         """Single-turn: measure every prompt before any is sent; stop, or shorten its transcript (``overflow``)."""
         self._dropped = {}

@@ -25,7 +25,7 @@ from lm_eval.api.metrics import mean
 
 from .. import sweeps
 from ..errors import metadata_arg
-from ..prompt_length import LengthBudget, Verdict, require_prompts_left, resolve_budget
+from ..prompt_length import LengthBudget, Verdict, nothing_fits, require_prompts_left, resolve_budget
 from ..task_base import ExtTask
 from .contexts import kv_context, qa_context
 from .docs import LitmData, load
@@ -36,6 +36,7 @@ from .scoring import best_subspan_em, first_line, kv_correct
 log = logging.getLogger(__name__)
 
 LENGTH_METRICS = ("prompts_skipped", "prompts_truncated")
+EARLY_BATCH = 64  # prompts measured at a time before the model is loaded: a run whose prompts fit stops at the first
 QA_DOCS, KV_PAIRS = (10, 20, 30), (75, 140, 300)  # the published tasks' sizes (litm_qa_<n>docs, litm_kv_<n>keys)
 SWEEP_METRICS = ("acc_gap", "acc_middle_drop")
 
@@ -119,6 +120,17 @@ class LitmTask(ExtTask):
     def doc_to_target(self, doc: dict, doc_to_target=None):
         """The accepted answers (QA) or the value (KV)."""
         return doc["value"] if self.setup.setting == "kv" else doc["answers"]
+
+    def length_problem(self, docs: list[dict], gen_kwargs: dict) -> str | None:
+        """Under ``skip``: the paragraph of :func:`require_prompts_left` when no prompt of ``docs`` fits (measured a
+        batch at a time, up to the first that holds one that does)."""
+        if self.budget is None or self.setup.too_long != "skip" or not docs:
+            return None
+        for start in range(0, len(docs), EARLY_BATCH):
+            pieces = [self.prompt_pieces(doc) for doc in docs[start:start + EARLY_BATCH]]
+            if any(v.fits for v in self.budget.verdicts([("".join(p), gen_kwargs) for p in pieces], pieces=pieces)):
+                return None
+        return nothing_fits(self.setup.task, len(docs), self.budget, remedies(self.setup))
 
     def review_requests(self, instances, chat_template=None, system_instruction=None) -> None:
         """Count the documents at each gold position (a sweep); measure every prompt; withhold the over-long ones
