@@ -161,7 +161,8 @@ class ElitrTask(JudgedTask):
             asked = [(f"the conversation on {meeting}", meeting, self.questions[meeting][0])
                      for meeting in dict.fromkeys(doc["meeting"] for doc in docs)]
         else:
-            asked = [(f"{doc['meeting']} question {doc['question_id']}", doc["meeting"], doc["question"]) for doc in docs]
+            asked = [(f"{doc['meeting']} question {doc['question_id']}", doc["meeting"], doc["question"])
+                     for doc in docs]
         prompts = [render(turn_messages(None, user_messages(self.template, self.transcripts[meeting], [question],
                                                             self.qa_markers)[1], []), None)
                    for _, meeting, question in asked]
@@ -174,8 +175,8 @@ class ElitrTask(JudgedTask):
         which = ("the first turn of {} of {} conversations (the transcript and the first question, which every later "
                  "turn holds) does" if self.mode == "mt" else "{} of {} prompts do").format(len(too_long), len(asked))
         return (f"{self.config.task}: {which} not fit the {self.budget.describe()}, with "
-                f"max_gen_toks={verdicts[0].max_gen_toks} reserved for the answer; measured without a chat template or a "
-                f"system instruction, which only lengthen them. The longest, {longest}, has {tokens} tokens. {FIX}")
+                f"max_gen_toks={verdicts[0].max_gen_toks} reserved for the answer; measured without a chat template or "
+                f"a system instruction, which only lengthen them. The longest, {longest}, has {tokens} tokens. {FIX}")
 
     def review_requests(self, instances, chat_template=None, system_instruction=None) -> None:
         """Single-turn: measure every prompt before any is sent; stop, or shorten its transcript (``overflow``)."""

@@ -36,7 +36,7 @@ from .scoring import best_subspan_em, first_line, kv_correct
 log = logging.getLogger(__name__)
 
 LENGTH_METRICS = ("prompts_skipped", "prompts_truncated")
-EARLY_BATCH = 64  # prompts measured at a time before the model is loaded: a run whose prompts fit stops at the first
+EARLY_BATCH = 64  # prompts measured at a time before the model loads: where some fit, the first batch tells
 QA_DOCS, KV_PAIRS = (10, 20, 30), (75, 140, 300)  # the published tasks' sizes (litm_qa_<n>docs, litm_kv_<n>keys)
 SWEEP_METRICS = ("acc_gap", "acc_middle_drop")
 
