@@ -383,11 +383,8 @@ def _warn_past_positions(key: str, max_length: int, metadata: dict) -> None:
     pretrained = metadata.get("pretrained")
     if not isinstance(pretrained, str) or not pretrained:
         return
-    from transformers import AutoConfig
-
     try:
-        config = AutoConfig.from_pretrained(pretrained, trust_remote_code=bool(metadata.get("trust_remote_code", False)),
-                                            **_gguf(metadata.get("gguf_file")))
+        config = _model_config(pretrained, metadata)
     except Exception:  # noqa: BLE001 -- only a warning: the length the run named is used either way
         return
     positions = _config_positions(config)
@@ -406,19 +403,24 @@ def _gguf(gguf_file: str | None) -> dict:
     return {"gguf_file": gguf_file} if gguf_file else {}
 
 
-def _window_from_config(pretrained: str, metadata: dict) -> int:
+def _model_config(pretrained: str, metadata: dict):
+    """The model config of ``pretrained`` as the run's model arguments (``trust_remote_code``, ``gguf_file``) load it."""
     from transformers import AutoConfig
 
+    return AutoConfig.from_pretrained(pretrained, trust_remote_code=bool(metadata.get("trust_remote_code", False)),
+                                      **_gguf(metadata.get("gguf_file")))
+
+
+def _window_from_config(pretrained: str, metadata: dict) -> int:
     trust, gguf_file = bool(metadata.get("trust_remote_code", False)), metadata.get("gguf_file")
     try:
-        config = AutoConfig.from_pretrained(pretrained, trust_remote_code=trust, **_gguf(gguf_file))
+        config = _model_config(pretrained, metadata)
     except Exception as err:  # noqa: BLE001 -- reported as a user error with the fix
         raise LengthCheckError(
             f"Prompt-length check: cannot read the model config of {pretrained!r} to find its context length ({err}). "
             f"Give it explicitly with max_length=N in --model_args (or {metadata_arg(max_length='N')})."
         ) from None
     return resolve_max_length(config, _hf_tokenizer(pretrained, trust, gguf_file), default=DEFAULT_MAX_LENGTH)
-
 
 
 def _local_counters(name: str, trust_remote_code: bool, gguf_file: str | None = None) -> _Counters | None:
