@@ -404,7 +404,7 @@ def _gguf(gguf_file: str | None) -> dict:
 
 
 def _model_config(pretrained: str, metadata: dict):
-    """The model config of ``pretrained`` as the run's model arguments (``trust_remote_code``, ``gguf_file``) load it."""
+    """The model config of ``pretrained``, loaded as the run's ``trust_remote_code`` and ``gguf_file`` say."""
     from transformers import AutoConfig
 
     return AutoConfig.from_pretrained(pretrained, trust_remote_code=bool(metadata.get("trust_remote_code", False)),
