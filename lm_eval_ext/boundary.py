@@ -727,8 +727,10 @@ def missing_internals() -> list[str]:
          == ["doc", "num_fewshot", "system_instruction", "apply_chat_template", "fewshot_as_multiturn",
              "chat_template", "gen_prefix"])
     need("lm_eval.api.task.Task.build_all_requests(rank, world_size, apply_chat_template, chat_template, "
-         "tokenizer_name, system_instruction), the keywords task_base.py reads of the evaluator's call",
-         lambda: {"rank", "world_size", "apply_chat_template", "chat_template", "tokenizer_name", "system_instruction"}
+         "tokenizer_name, system_instruction, cache_requests, rewrite_requests_cache), the keywords task_base.py "
+         "reads or sets in the evaluator's call",
+         lambda: {"rank", "world_size", "apply_chat_template", "chat_template", "tokenizer_name", "system_instruction",
+                  "cache_requests", "rewrite_requests_cache"}
          <= set(inspect.signature(module("lm_eval.api.task").Task.build_all_requests).parameters))
     need("ConfigurableTask.override_metric(metric_name), the harness's --predict_only",
          lambda: "metric_name" in inspect.signature(module("lm_eval.api.task").ConfigurableTask.override_metric).parameters)

@@ -18,6 +18,8 @@ this class adds:
   gets the task's :class:`RunContext` (task name, ``--metadata``, the run's seed) when the
   task applies its ``filter_list``; used outside an ``ExtTask`` it refuses to run.
 - ``--predict_only``: every task only keeps the raw answers (no execution, no judge).
+- ``--cache_requests``: not used (its key leaves out ``--metadata`` and the data, which make the prompts); the
+  requests are built anew, with one warning per process.
 - **The documents a run took**, counted over every process and recorded in the results
   (``configs.<task>.metadata.documents``): the harness's own count, ``n-samples.effective``, is in
   lm-eval 0.4.12 the number of values of the task's last metric, which a subset metric makes smaller.
@@ -42,6 +44,8 @@ this class adds:
 """
 from __future__ import annotations
 
+import functools
+import logging
 import weakref
 from collections import defaultdict
 from collections.abc import Callable
@@ -59,6 +63,7 @@ from .boundary import (CONVERSATION, WITHHELD, check_harness, features, filter_s
 from .errors import UserError, misspelled_key
 from .prompt_length import not_checked_reason
 
+log = logging.getLogger(__name__)
 BYPASS = "bypass"  # the harness's metric under --predict_only
 # The plugin tasks of the run under way whose answers are not saved yet, in the order the harness built their
 # requests (weak: a task of a run that stopped before scoring is not kept alive by this list).
@@ -88,6 +93,15 @@ class RunAwareFilter(Filter):
                 "task whose class derives from lm_eval_ext.task_base.ExtTask gives it (for a judged task: "
                 "`class: !function lm_eval_ext.judge.harness.JudgedTask` in the task YAML).")
         self.run = run
+
+
+@functools.cache
+def _request_cache_not_used() -> None:
+    """Say once per process that the plugin's tasks do not use ``--cache_requests``."""
+    log.warning("--cache_requests is not used for the plugin's tasks (LIEDER, Lost in the Middle, MAGNIFICo, "
+                "ELITR-Bench): their prompts depend on --metadata and the data files, which the harness's request "
+                "cache does not key on, so a cached request could hold another setting's prompt. Their requests are "
+                "built anew and not written to the cache; other tasks of the run use it as usual.")
 
 
 class ExtTask(ConfigurableTask):
@@ -251,6 +265,13 @@ class ExtTask(ConfigurableTask):
         _UNSAVED[:] = [ref for ref in _UNSAVED if (task := ref()) is not None and not task._answered()]
         _UNSAVED.append(weakref.ref(self))
         self._answers_saved = False
+        if kwargs.get("cache_requests") or kwargs.get("rewrite_requests_cache"):
+            # The harness keys its request cache on the task's name, few-shot count, chat flags, system instruction
+            # and tokenizer, not on --metadata or the data, which make these tasks' prompts: a cached request could
+            # be another setting's prompt; and a request read from it is not rendered, so the recorder above would
+            # see nothing.
+            _request_cache_not_used()
+            kwargs["cache_requests"] = kwargs["rewrite_requests_cache"] = False
         super().build_all_requests(**kwargs)
         self.record_run_info(documents=sum(self.of_every_process([len({i.doc_id for i in self.instances})])))
         self.review_requests(self.instances, chat_template=kwargs.get("chat_template")
