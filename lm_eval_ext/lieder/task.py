@@ -9,6 +9,8 @@ the model arguments) each document carries one check request for that (server_ch
 """
 from __future__ import annotations
 
+import logging
+
 import datasets
 from lm_eval.api.metrics import mean
 
@@ -18,6 +20,8 @@ from .comparisons import STIMULUS_SETS
 from .scoring import family_metric_names, required_items, score_group
 from .server_check import check_arguments, check_logprobs, server_url
 from .stimuli import StimulusError, read_groups
+
+log = logging.getLogger(__name__)
 
 
 def load_stimuli(stimulus_set: str, stimuli_file: str | None = None, **_metadata) -> dict[str, datasets.Dataset]:
@@ -72,6 +76,16 @@ class LiederTask(ExtTask):
         """LIEDER scores raw text: no few-shot examples (``num_fewshot: 0`` in its YAML makes the
         harness ignore ``--num_fewshot``), no chat template; each request carries its row's context."""
         return ""
+
+    def review_requests(self, instances, chat_template=None, system_instruction=None) -> None:
+        """Say so when ``--apply_chat_template`` or ``--system_instruction`` was given, which LIEDER does not apply
+        (its requests are the raw sentences); recorded as ``flags_not_applied`` in the task's results metadata."""
+        given = [flag for flag, value in (("--apply_chat_template", chat_template),
+                                          ("--system_instruction", system_instruction)) if value]
+        if given:
+            log.warning("%s: %s not applied: LIEDER compares the log-probabilities of raw sentences, as its authors "
+                        "did, so its numbers are those of a run without.", self.config.task, " and ".join(given))
+            self.record_run_info(flags_not_applied=given)
 
     def construct_requests(self, doc: dict, ctx: str, **kwargs) -> list:
         """One ``loglikelihood(context, " " + continuation)`` request per row, in row order; for a model
