@@ -151,6 +151,30 @@ def test_bad_limits(run_cli, tmp_path, limit):
     assert paragraph.startswith(f"--limit {float(limit):g}")
 
 
+def test_samples_that_pick_nothing_or_documents_a_task_lacks_are_named(run_cli, data_dir, tmp_path):
+    """The harness reads --samples task by task: a group's name or a misspelled task's picks nothing, and a task it
+    does not name runs on all its documents; an index beyond a task's documents is its AssertionError traceback."""
+    samples = {"lieder": [0, 1], "lieder_dif": [2]}
+    proc = run_cli(["lm-eval-ext", "run", *_canned(tmp_path), "--tasks", "lieder", "--samples", json.dumps(samples)])
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert _paragraphs(proc.stderr) == [
+        "--samples names 'lieder', a group: the harness picks documents task by task, so it would run every document "
+        "of lieder_base, lieder_diff. Give the indices of each task instead, e.g. --samples "
+        """'{"lieder_base": [0, 1], "lieder_diff": [0, 1]}'.""",
+        "--samples names 'lieder_dif', which is not a task of this run (lieder_base, lieder_diff), so its indices "
+        "would pick nothing. Did you mean 'lieder_diff'?"]
+    proc = run_cli(["lm-eval-ext", "check", "--tasks", "lieder", "--samples",
+                    json.dumps({"lieder_base": [0, 48, -1], "lieder_diff": [47]})])
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert _paragraphs(proc.stderr) == [
+        "--samples names document(s) -1, 48 of lieder_base, which has 48 (0 to 47). Give indices from 0 to 47."]
+    proc = run_cli(["lm-eval-ext", "check", "--tasks", "lieder", "--samples", json.dumps({"lieder_base": [47]})])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert ("lm-eval-ext: note: --samples names no document of lieder_diff: the harness runs it on all its documents\n"
+            in proc.stdout + proc.stderr)
+    assert not (tmp_path / "calls.jsonl").exists()
+
+
 def test_a_run_without_the_model_it_loads_stops_before_loading_it(run_cli):
     # no --model: the harness loads its default, hf, which needs pretrained (without this check, hf's TypeError)
     proc = run_cli(["lm-eval-ext", "run", "--tasks", "lieder_base"])

@@ -8,7 +8,9 @@ In order, each failure one paragraph (all failures are reported, then the comman
    arguments given in ``--model_args``, the local paths there (``pretrained``, ``tokenizer``, ``gguf_file``)
    existing (a folder of GGUF files with ``gguf_file``), and the server its ``base_url`` names answering;
 3. ``--confirm_run_unsafe_code`` when a task executes model output (MAGNIFICo);
-4. the output path: it can be created and written;
+4. the output path: it can be created and written; ``--samples`` names tasks of the run (a group's name, or
+   another task's, would pick no document: the harness picks them task by task, and runs a task it does not
+   name on all its documents), and, for the plugin's tasks, documents they have;
 5. the plugin's tasks are built as the run will build them: every data file they need is found
    and verified (Spider databases included; the items left out for missing databases are
    counted), every task option is valid; and, when the model's context length is known, the run's prompts
@@ -25,6 +27,7 @@ from __future__ import annotations
 import difflib
 import fnmatch
 import inspect
+import json
 import math
 import tempfile
 from dataclasses import dataclass, field
@@ -68,7 +71,7 @@ def _harness_config(args, report: Preflight):
     try:
         return boundary.run_config(args)
     except (ValueError, TypeError, FileNotFoundError) as err:
-        report.fail(f"The run's flags are not valid: {err}. See `lm_eval run --help`.")
+        report.fail(f"The run's flags are not valid: {str(err).rstrip('.')}. See `lm_eval run --help`.")
         return None
 
 
@@ -178,6 +181,12 @@ def _check_tasks(leaves: list[str], cfg, predict_only: bool, report: Preflight) 
             continue
         if not isinstance(task, ExtTask):
             continue
+        count = len(task.eval_docs)
+        beyond = sorted({i for i in _samples_of(cfg, name) or () if not 0 <= i < count})
+        if beyond:
+            report.fail(f"--samples names document(s) {', '.join(map(str, beyond))} of {name}, which has {count} "
+                        f"(0 to {count - 1}). Give indices from 0 to {count - 1}.")
+            continue
         try:
             problem = task.length_problem(_run_documents(task, name, cfg), {**(task.config.generation_kwargs or {}),
                                                                             **(cfg.gen_kwargs or {})})
@@ -204,10 +213,41 @@ def _check_tasks(leaves: list[str], cfg, predict_only: bool, report: Preflight) 
         report.notes.append(judge_estimate_note(judged))
 
 
+def _samples_of(cfg, name: str) -> list[int] | None:
+    """The indices ``--samples`` gives for the task ``name``, None when it gives none."""
+    return cfg.samples.get(name) if isinstance(cfg.samples, dict) else None
+
+
+def _check_samples(samples, leaves: list[str], index: dict, report: Preflight) -> None:
+    """Every name in ``--samples`` is a task of the run: the harness looks each task up there by its own name, so a
+    group's name or another task's picks nothing, and a task it does not find runs on all its documents."""
+    if not isinstance(samples, dict):
+        return
+    for key in samples:
+        if key in leaves:
+            continue
+        entry = index.get(key)
+        if entry is not None and entry.kind != "task":
+            members = _leaves([key], index)
+            example = json.dumps({member: samples[key] for member in members[:2]})
+            report.fail(f"--samples names {key!r}, a {entry.kind}: the harness picks documents task by task, so it "
+                        f"would run every document of {', '.join(members)}. Give the indices of each task instead, "
+                        f"e.g. --samples '{example}'.")
+        else:
+            close = difflib.get_close_matches(key, leaves, n=1)
+            fix = f"Did you mean {close[0]!r}?" if close else f"Name the run's tasks there, or add {key} to --tasks."
+            report.fail(f"--samples names {key!r}, which is not a task of this run ({', '.join(leaves)}), so its "
+                        f"indices would pick nothing. {fix}")
+    unnamed = [name for name in leaves if name not in samples]
+    if unnamed and not report.failures:
+        report.notes.append(f"--samples names no document of {', '.join(unnamed)}: the harness runs "
+                            f"{'it on all its' if len(unnamed) == 1 else 'them on all their'} documents")
+
+
 def _run_documents(task, name: str, cfg) -> list[dict]:
     """The documents of ``task`` the run takes in one process: all, the first ``--limit`` (a fraction of them
     rounded up, as the harness's evaluator counts it) or those ``--samples`` names."""
-    limit, samples = cfg.limit, (cfg.samples or {}).get(name) if isinstance(cfg.samples, dict) else None
+    limit, samples = cfg.limit, _samples_of(cfg, name)
     if limit is not None:
         limit = math.ceil(len(task.eval_docs) * limit) if limit < 1.0 else int(limit)
     return [doc for _, doc in task.rank_documents(limit=limit, samples=samples)]
@@ -245,6 +285,7 @@ def run_checks(args, *, model_required: bool = True) -> Preflight:
         report.fail(f"{', '.join(unsafe)} execute(s) the model's output (SQL, in a read-only sandbox): the harness "
                     "runs such tasks only with --confirm_run_unsafe_code. Add it to the command.")
     _check_output(cfg.output_path, report)
+    _check_samples(cfg.samples, leaves, index, report)
     if not report.failures:  # building the tasks reads their data: only for a run that could go ahead
         _check_tasks(leaves, cfg, bool(cfg.predict_only), report)
     return report
