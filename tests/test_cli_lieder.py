@@ -97,28 +97,24 @@ def test_plain_lm_eval_with_include_path(run_cli, tiny_model_dir, data_dir, tmp_
 @pytest.mark.slow
 def test_chat_template_and_system_instruction_leave_lieder_as_it_is_and_say_so(run_cli, tiny_model_dir, data_dir,
                                                                               tmp_path):
-    """LIEDER scores raw sentences: with --apply_chat_template and --system_instruction (through lm-eval-ext) its
-    requests and log-probabilities are those of a run without them (through lm_eval), and the run says so."""
-    args = ["run", "--model", "hf", "--model_args", f"pretrained={tiny_model_dir},dtype=float32", "--device", "cpu",
-            "--tasks", "lieder_base", "--limit", "2", "--log_samples", "--output_path"]
-    warning = ("lieder_base: --apply_chat_template and --system_instruction not applied: LIEDER compares the "
-               "log-probabilities of raw sentences, as its authors did, so its numbers are those of a run without.")
-    runs = {}
-    for name, command in (("plain", ["lm_eval", *args, str(tmp_path / "plain")]),
-                          ("chat", ["lm-eval-ext", *args, str(tmp_path / "chat"), "--apply_chat_template",
-                                    "--system_instruction", "Answer briefly."])):
-        proc = run_cli(command)
-        assert proc.returncode == 0, proc.stderr[-3000:]
-        assert proc.stderr.count(warning) == (name == "chat"), proc.stderr[-3000:]
-        runs[name] = Run.load(tmp_path / name)
-    plain, chat = runs["plain"], runs["chat"]
-    assert chat.results["configs"]["lieder_base"]["metadata"]["flags_not_applied"] == [
+    """LIEDER scores raw sentences: with --apply_chat_template and --system_instruction each request is still a
+    stimulus row's context and continuation as they are, and the run says that the flags were not applied."""
+    proc = run_cli(["lm_eval", "run", "--model", "hf", "--model_args", f"pretrained={tiny_model_dir},dtype=float32",
+                    "--device", "cpu", "--tasks", "lieder_base", "--limit", "2", "--apply_chat_template",
+                    "--system_instruction", "Answer briefly.", "--output_path", str(tmp_path / "out"), "--log_samples"])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stderr.count("lieder_base: --apply_chat_template and --system_instruction not applied: LIEDER compares "
+                             "the log-probabilities of raw sentences, as its authors did, so its numbers are those of a "
+                             "run without.") == 1, proc.stderr[-3000:]
+    run = Run.load(tmp_path / "out")
+    assert run.results["configs"]["lieder_base"]["metadata"]["flags_not_applied"] == [
         "--apply_chat_template", "--system_instruction"]
-    assert "flags_not_applied" not in plain.results["configs"]["lieder_base"]["metadata"]
-    assert chat.results["chat_template"] and chat.results["system_instruction"] == "Answer briefly."  # as given
-    for key in ("arguments", "resps"):
-        assert [s[key] for s in chat.samples["lieder_base"]] == [s[key] for s in plain.samples["lieder_base"]]
-    assert chat.results["results"]["lieder_base"] == plain.results["results"]["lieder_base"]
+    assert run.results["chat_template"] and run.results["system_instruction"] == "Answer briefly."  # as given
+    samples = run.samples["lieder_base"]
+    assert len(samples) == 2
+    for sample in samples:
+        requests = [(request["arg_0"], request["arg_1"]) for request in sample["arguments"].values()]
+        assert requests == [(row["context"], " " + row["continuation"]) for row in sample["doc"]["rows"]]
 
 
 def test_missing_data_offline_is_one_clear_paragraph(run_cli, tmp_path):
