@@ -99,9 +99,10 @@ def test_chat_template_and_system_instruction_leave_lieder_as_it_is_and_say_so(r
                                                                               tmp_path):
     """LIEDER scores raw sentences: with --apply_chat_template and --system_instruction each request is still a
     stimulus row's context and continuation as they are, and the run says that the flags were not applied."""
-    proc = run_cli(["lm_eval", "run", "--model", "hf", "--model_args", f"pretrained={tiny_model_dir},dtype=float32",
-                    "--device", "cpu", "--tasks", "lieder_base", "--limit", "2", "--apply_chat_template",
-                    "--system_instruction", "Answer briefly.", "--output_path", str(tmp_path / "out"), "--log_samples"])
+    proc = run_cli(["lm-eval-ext", "run", "--model", "hf", "--model_args",
+                    f"pretrained={tiny_model_dir},dtype=float32", "--device", "cpu", "--tasks", "lieder_base",
+                    "--limit", "2", "--apply_chat_template", "--system_instruction", "Answer briefly.",
+                    "--output_path", str(tmp_path / "out"), "--log_samples"])
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stderr.count("lieder_base: --apply_chat_template and --system_instruction not applied: LIEDER compares "
                              "the log-probabilities of raw sentences, as its authors did, so its numbers are those of a "
