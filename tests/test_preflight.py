@@ -164,10 +164,13 @@ def test_samples_that_pick_nothing_or_documents_a_task_lacks_are_named(run_cli, 
         "--samples names 'lieder_dif', which is not a task of this run (lieder_base, lieder_diff), so its indices "
         "would pick nothing. Did you mean 'lieder_diff'?"]
     proc = run_cli(["lm-eval-ext", "check", "--tasks", "lieder", "--samples",
-                    json.dumps({"lieder_base": [0, 48, -1], "lieder_diff": [47]})])
+                    json.dumps({"lieder_base": [0, 48, -1, "3", 48], "lieder_diff": 47})])
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
     assert _paragraphs(proc.stderr) == [
-        "--samples names document(s) -1, 48 of lieder_base, which has 48 (0 to 47). Give indices from 0 to 47."]
+        """--samples names document(s) 48, -1, "3" of lieder_base, which has 48 (0 to 47). Give whole numbers from 0 """
+        "to 47.",
+        """--samples gives lieder_diff 47, which is not a list of document indices. Give a list, e.g. --samples """
+        """'{"lieder_diff": [0, 1]}'."""]
     proc = run_cli(["lm-eval-ext", "check", "--tasks", "lieder", "--samples", json.dumps({"lieder_base": [47]})])
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert ("lm-eval-ext: note: --samples names no document of lieder_diff: the harness runs it on all its documents\n"

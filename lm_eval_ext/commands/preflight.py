@@ -181,11 +181,9 @@ def _check_tasks(leaves: list[str], cfg, predict_only: bool, report: Preflight) 
             continue
         if not isinstance(task, ExtTask):
             continue
-        count = len(task.eval_docs)
-        beyond = sorted({i for i in _samples_of(cfg, name) or () if not 0 <= i < count})
-        if beyond:
-            report.fail(f"--samples names document(s) {', '.join(map(str, beyond))} of {name}, which has {count} "
-                        f"(0 to {count - 1}). Give indices from 0 to {count - 1}.")
+        indices = _samples_of(cfg, name)
+        if indices is not None and (problem := _indices_problem(name, indices, len(task.eval_docs))):
+            report.fail(problem)
             continue
         try:
             problem = task.length_problem(_run_documents(task, name, cfg), {**(task.config.generation_kwargs or {}),
@@ -216,6 +214,19 @@ def _check_tasks(leaves: list[str], cfg, predict_only: bool, report: Preflight) 
 def _samples_of(cfg, name: str) -> list[int] | None:
     """The indices ``--samples`` gives for the task ``name``, None when it gives none."""
     return cfg.samples.get(name) if isinstance(cfg.samples, dict) else None
+
+
+def _indices_problem(name: str, indices, count: int) -> str | None:
+    """Why ``indices`` (what ``--samples`` gives the task ``name`` of ``count`` documents) cannot be the run's
+    documents (the harness's assertion, or a TypeError, when it reads them), None when they can."""
+    if not isinstance(indices, list):
+        return (f"--samples gives {name} {json.dumps(indices)}, which is not a list of document indices. Give a list, "
+                f"e.g. --samples '{json.dumps({name: [0, 1]})}'.")
+    beyond = [i for i in dict.fromkeys(indices) if type(i) is not int or not 0 <= i < count]
+    if beyond:
+        return (f"--samples names document(s) {', '.join(map(json.dumps, beyond))} of {name}, which has {count} "
+                f"(0 to {count - 1}). Give whole numbers from 0 to {count - 1}.")
+    return None
 
 
 def _check_samples(samples, leaves: list[str], index: dict, report: Preflight) -> None:
